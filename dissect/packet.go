@@ -53,17 +53,8 @@ type Packet struct {
 	BTH     layers.BTH
 	Headers layers.ExtHeaders // which of the extended headers below are present
 
-	RDETH        layers.RDETH
-	DETH         layers.DETH
-	XRCETH       layers.XRCETH
-	RETH         layers.RETH
-	FETH         layers.FETH
-	AtomicETH    layers.AtomicETH
-	AETH         layers.AETH
-	AtomicAckETH layers.AtomicAckETH
-	ImmDt        layers.ImmDt
-	IETH         layers.IETH
-	CNP          layers.CNP
+	// The extended headers; only those in Headers hold decoded values.
+	layers.ExtHeaderSet
 
 	// Payload is the captured part of the transport payload (pad bytes
 	// included); PayloadLen is its length on the wire, which is larger when
