@@ -98,7 +98,7 @@ fails unless --allow-empty. A limit of -1 turns a rule into a report only.`,
 	f.Int64Var(&o.maxUnrecovered, "max-unrecovered", -1, "missing PSNs never retransmitted allowed per file")
 	f.Int64Var(&o.maxNAKs, "max-naks", -1, "NAKs (sequence error, RNR, other) allowed per file")
 	f.Int64Var(&o.maxCNPs, "max-cnps", -1, "CNPs allowed per file")
-	f.Int64Var(&o.maxMalformed, "max-malformed", 0, "malformed RoCE packets allowed per file")
+	f.Int64Var(&o.maxMalformed, "max-malformed", -1, "malformed RoCE packets allowed per file")
 	f.BoolVar(&o.allowEmpty, "allow-empty", false, "pass a file with no RoCE packet")
 	f.BoolVar(&o.allowTruncated, "allow-truncated", false, "pass a file cut short in the middle of a record (its frames are still checked)")
 	f.IntVar(&o.show, "show", 10, "offending packets listed per file")

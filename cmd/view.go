@@ -62,7 +62,12 @@ func (v *view) table(header []string, nLeft int) *tablewriter.Table {
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 		tablewriter.WithAlignment(align),
 	)
-	t.Header(toAny(header)...)
+	for _, h := range header {
+		if h != "" {
+			t.Header(toAny(header)...)
+			break
+		}
+	}
 	return t
 }
 
@@ -295,7 +300,13 @@ func (v *view) verdict(r *analyze.Report) {
 	for _, w := range r.Warnings {
 		fmt.Fprintln(v.w, v.paint("33", "warning: ")+w)
 	}
-	for _, p := range r.Problems {
+	const maxProblems = 12
+	for i, p := range r.Problems {
+		if i == maxProblems {
+			fmt.Fprintf(v.w, "%s... and %d more (the tables above list every flow; --format json has them all)\n",
+				v.paint("1;31", "PROBLEM: "), len(r.Problems)-maxProblems)
+			break
+		}
 		fmt.Fprintln(v.w, v.paint("1;31", "PROBLEM: ")+p)
 	}
 	if r.Clean() {
