@@ -727,9 +727,9 @@ func TestJudgement(t *testing.T) {
 				seq(30000, hostA, hostB, q, opSendOnly, 12, 5),
 			),
 			problems: []string{
-				"1 PSN gap in 1 flow, 2 PSNs missing (most in 10.0.0.1 > 10.0.0.2 QP 17 v2: 2)",
-				"4 requests retransmitted in 1 flow (most in 10.0.0.1 > 10.0.0.2 QP 17 v2: 4)",
-				"1 NAK in 1 flow: 1 PSN sequence error, 0 receiver not ready, 0 other (most in 10.0.0.2 > 10.0.0.1 QP 34 v2: 1)",
+				"1 PSN gap in 1 flow, 2 PSNs missing (most in 10.0.0.1 > 10.0.0.2 QP 0x000011 v2: 2)",
+				"4 requests retransmitted in 1 flow (most in 10.0.0.1 > 10.0.0.2 QP 0x000011 v2: 4)",
+				"1 NAK in 1 flow: 1 PSN sequence error, 0 receiver not ready, 0 other (most in 10.0.0.2 > 10.0.0.1 QP 0x000022 v2: 1)",
 			},
 		},
 		{
@@ -743,8 +743,8 @@ func TestJudgement(t *testing.T) {
 				one(pkt(3, hostB, hostA, p, opSendOnly, 3)),
 			),
 			problems: []string{
-				"2 PSN gaps in 2 flows, 4 PSNs missing (most in 10.0.0.1 > 10.0.0.2 QP 17 v2: 3)",
-				"4 missing PSNs in 2 flows never showed up later in the capture (most in 10.0.0.1 > 10.0.0.2 QP 17 v2: 3)",
+				"2 PSN gaps in 2 flows, 4 PSNs missing (most in 10.0.0.1 > 10.0.0.2 QP 0x000011 v2: 3)",
+				"4 missing PSNs in 2 flows never showed up later in the capture (most in 10.0.0.1 > 10.0.0.2 QP 0x000011 v2: 3)",
 			},
 			warnings: []string{"the PSN gaps of reliable flows are most likely packets the capture missed"},
 		},
@@ -756,8 +756,8 @@ func TestJudgement(t *testing.T) {
 				one(pkt(1, hostA, hostB, q, opUCSendOnly, 3)),
 			),
 			problems: []string{
-				"1 PSN gap in 1 flow, 1 PSN missing (most in 10.0.0.1 > 10.0.0.2 QP 17 v2: 1)",
-				"1 missing PSN in 1 flow never showed up later in the capture (most in 10.0.0.1 > 10.0.0.2 QP 17 v2: 1)",
+				"1 PSN gap in 1 flow, 1 PSN missing (most in 10.0.0.1 > 10.0.0.2 QP 0x000011 v2: 1)",
+				"1 missing PSN in 1 flow never showed up later in the capture (most in 10.0.0.1 > 10.0.0.2 QP 0x000011 v2: 1)",
 			},
 		},
 		{
@@ -769,8 +769,8 @@ func TestJudgement(t *testing.T) {
 				one(pkt(2, hostA, hostB, q, opUCSendOnly, 5)),
 			),
 			problems: []string{
-				"2 PSN gaps in 1 flow, 2 PSNs missing (most in 10.0.0.1 > 10.0.0.2 QP 17 v2: 2)",
-				"at least 1 missing PSN in 1 flow never showed up later in the capture (most in 10.0.0.1 > 10.0.0.2 QP 17 v2: 1)",
+				"2 PSN gaps in 1 flow, 2 PSNs missing (most in 10.0.0.1 > 10.0.0.2 QP 0x000011 v2: 2)",
+				"at least 1 missing PSN in 1 flow never showed up later in the capture (most in 10.0.0.1 > 10.0.0.2 QP 0x000011 v2: 1)",
 			},
 		},
 		{

@@ -338,7 +338,7 @@ func (f *FlowReport) Key() string {
 }
 
 func flowKeyString(src, dst netip.Addr, qp uint32, version int) string {
-	return src.String() + " > " + dst.String() + " QP " + strconv.FormatUint(uint64(qp), 10) +
+	return src.String() + " > " + dst.String() + " QP " + fmt.Sprintf("0x%06x", qp) +
 		" v" + strconv.Itoa(version)
 }
 
