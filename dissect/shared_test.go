@@ -152,27 +152,53 @@ func TestSharedAgainstTshark(t *testing.T) {
 		rel, _ := filepath.Rel(shared, file)
 		t.Run(rel, func(t *testing.T) {
 			t.Parallel()
-			ours := decodeFile(t, file)
-			theirs := tsharkBTH(t, file)
-			if len(theirs) != len(ours) {
-				t.Fatalf("tshark read %d frames, we read %d", len(theirs), len(ours))
-			}
-			for i, th := range theirs {
-				o := ours[i]
-				if th.bth != (o.kind == RoCE && o.bth) {
-					t.Errorf("frame %d: tshark decodes a BTH: %v; we do: %v (kind %d, malformed %q)", i+1, th.bth, o.bth, o.kind, o.malformed)
-					continue
-				}
-				if th.bth && (th.opcode != o.opcode || th.destQP != o.destQP || th.psn != o.psn) {
-					t.Errorf("frame %d: tshark opcode %d QP %#x PSN %d; we %d %#x %d", i+1, th.opcode, th.destQP, th.psn, o.opcode, o.destQP, o.psn)
-				}
-				// Wireshark shows the ICRC trailer it found; where we
-				// could check it, we must have read the same four bytes.
-				if th.hasICRC && o.hasICRC && th.icrcWire != o.icrcWire {
-					t.Errorf("frame %d: tshark ICRC %#08x, we read %#08x", i+1, th.icrcWire, o.icrcWire)
-				}
-			}
+			crossCheck(t, file)
 		})
+	}
+}
+
+// TestTestdataAgainstTshark runs the same cross-check on the writer-made
+// captures in testdata: tshark must read what the writer meant, and so must
+// the dissector.
+func TestTestdataAgainstTshark(t *testing.T) {
+	if _, err := exec.LookPath("tshark"); err != nil {
+		t.Skip("tshark is not installed: the cross-check needs it (Debian package tshark)")
+	}
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.pcap"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no captures in testdata: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			crossCheck(t, file)
+		})
+	}
+}
+
+// crossCheck compares the dissector with tshark frame by frame: the frames
+// tshark decodes as InfiniBand are the ones taken as RoCE, with the same
+// opcode, destination QP, PSN and ICRC bytes.
+func crossCheck(t *testing.T, file string) {
+	ours := decodeFile(t, file)
+	theirs := tsharkBTH(t, file)
+	if len(theirs) != len(ours) {
+		t.Fatalf("tshark read %d frames, we read %d", len(theirs), len(ours))
+	}
+	for i, th := range theirs {
+		o := ours[i]
+		if th.bth != (o.kind == RoCE && o.bth) {
+			t.Errorf("frame %d: tshark decodes a BTH: %v; we do: %v (kind %d, malformed %q)", i+1, th.bth, o.bth, o.kind, o.malformed)
+			continue
+		}
+		if th.bth && (th.opcode != o.opcode || th.destQP != o.destQP || th.psn != o.psn) {
+			t.Errorf("frame %d: tshark opcode %d QP %#x PSN %d; we %d %#x %d", i+1, th.opcode, th.destQP, th.psn, o.opcode, o.destQP, o.psn)
+		}
+		// Wireshark shows the ICRC trailer it found; where we could
+		// check it, we must have read the same four bytes.
+		if th.hasICRC && o.hasICRC && th.icrcWire != o.icrcWire {
+			t.Errorf("frame %d: tshark ICRC %#08x, we read %#08x", i+1, th.icrcWire, o.icrcWire)
+		}
 	}
 }
 
