@@ -110,6 +110,6 @@ is right. With files and no command it runs "analyze".`,
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress bar")
 	addAnalyzeFlags(root, ao)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
-	root.AddCommand(newAnalyzeCommand(g), newDecodeCommand(g), newCheckCommand(g), newGenCommand())
+	root.AddCommand(newAnalyzeCommand(g), newDecodeCommand(g), newCheckCommand(g), newGenCommand(), newLiveCommand(g))
 	return root
 }
