@@ -4,8 +4,8 @@ import (
 	"errors"
 	"io"
 	"net/netip"
-	"os"
 	"path/filepath"
+	"roce-inspect/internal/testref"
 	"slices"
 	"strings"
 	"testing"
@@ -13,31 +13,6 @@ import (
 	"roce-inspect/capture"
 	"roce-inspect/dissect"
 )
-
-// sharedCaptures returns the folder of reference captures beside the
-// repository, or skips the test when it is absent (a user's fresh clone).
-func sharedCaptures(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared", "captures")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("reference captures not found at %s: they ship beside the repository, not in it", shared)
-	}
-	return shared
-}
 
 // analyzeFile decodes a capture and analyzes every frame of it.
 func analyzeFile(t *testing.T, path string, o Options) *Report {
@@ -75,7 +50,7 @@ func analyzeFile(t *testing.T, path string, o Options) *Report {
 // bth.psn, frame.len), counting each flow's packets and checking that every
 // request PSN is the previous plus one.
 func TestSharedCaptures(t *testing.T) {
-	shared := sharedCaptures(t)
+	shared := testref.SharedCaptures(t)
 	type flowWant struct {
 		src, dst      string
 		qp            uint32

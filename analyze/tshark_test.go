@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"roce-inspect/internal/testref"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,16 +33,13 @@ type tsharkTally struct {
 // not put them in flows, and the dissector is checked against tshark frame
 // by frame elsewhere.
 func TestFlowsAgainstTshark(t *testing.T) {
-	if _, err := exec.LookPath("tshark"); err != nil {
-		t.Skip("tshark is not installed: the cross-check needs it (Debian package tshark)")
-	}
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "*.pcap"))
-	shared := filepath.Join("..", "..", "shared", "captures")
-	if _, err := os.Stat(shared); err == nil {
+	testref.Tshark(t)
+	files, _ := filepath.Glob(filepath.Join(testref.Testdata(t), "*.pcap"))
+	if shared, ok := testref.HaveSharedCaptures(t); ok {
 		more, _ := filepath.Glob(filepath.Join(shared, "*", "*.pcap"))
 		files = append(files, more...)
 	} else {
-		t.Logf("reference captures not found at %s: checking testdata only", shared)
+		t.Log("reference captures not found: checking testdata only")
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"roce-inspect/internal/testref"
 	"strings"
 	"testing"
 )
@@ -23,7 +24,7 @@ func FuzzReader(f *testing.F) {
 	for _, seed := range [][]byte{pcap, pcapBE, ng, gzipped(f, pcap), gzipped(f, ng), pcapFile(f, 3, 70), pcapngFile(f, 3, 70)} {
 		f.Add(seed)
 	}
-	if dir, ok := sharedCapturesDir(); ok {
+	if dir, ok := testref.HaveSharedCaptures(f); ok {
 		for _, sub := range []string{"real", "vectors"} {
 			paths, _ := filepath.Glob(filepath.Join(dir, sub, "*.pcap"))
 			for _, p := range paths {
@@ -90,27 +91,4 @@ func checkReader(t *testing.T, data []byte, window int) {
 			t.Fatalf("frame %d at offset %d of %d bytes from a %d-byte input", n, fr.Offset, fr.CapLen, len(data))
 		}
 	}
-}
-
-// sharedCapturesDir is sharedCaptures for callers that must not skip.
-func sharedCapturesDir() (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared", "captures")
-	if _, err := os.Stat(shared); err != nil {
-		return "", false
-	}
-	return shared, true
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -189,31 +187,6 @@ func readBytes(b []byte) ([]got, error) {
 		return nil, err
 	}
 	return readAll(r)
-}
-
-// sharedCaptures returns the folder of reference captures, ../shared/captures
-// from the module root, or skips the test when it is absent.
-func sharedCaptures(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("go.mod not found above the package; cannot locate ../shared/captures")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared", "captures")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("reference captures not available (%s is absent); skipping", shared)
-	}
-	return shared
 }
 
 // isAll reports whether err matches every one of the sentinels.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"roce-inspect/internal/testref"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func epochNs(t *testing.T, s string) int64 {
 // `tshark -r F -T fields -e frame.time_epoch` prints for them. When capinfos
 // is installed, its count is checked as well.
 func TestSharedCaptures(t *testing.T) {
-	dir := sharedCaptures(t)
+	dir := testref.SharedCaptures(t)
 	capinfos, _ := exec.LookPath("capinfos")
 	if capinfos == "" {
 		t.Log("capinfos not installed: frame counts are checked against the README only")

@@ -6,40 +6,15 @@ import (
 	"errors"
 	"io"
 	"math/bits"
-	"os"
 	"os/exec"
 	"path/filepath"
+	"roce-inspect/internal/testref"
 	"strconv"
 	"strings"
 	"testing"
 
 	"roce-inspect/capture"
 )
-
-// sharedCaptures returns the folder of reference captures beside the
-// repository, or skips the test when it is absent (a user's fresh clone).
-func sharedCaptures(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared", "captures")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("reference captures not found at %s: they ship beside the repository, not in it", shared)
-	}
-	return shared
-}
 
 // decoded is what the dissector made of one frame.
 type decoded struct {
@@ -89,7 +64,7 @@ func decodeFile(t *testing.T, path string) []decoded {
 // capture against the counts its README gives, which were computed
 // independently of this project.
 func TestSharedICRCVerdicts(t *testing.T) {
-	shared := sharedCaptures(t)
+	shared := testref.SharedCaptures(t)
 	// frames, RoCE packets, good, bad, unverifiable: from the captures'
 	// README table.
 	want := []struct {
@@ -140,10 +115,8 @@ func TestSharedICRCVerdicts(t *testing.T) {
 // capture, that the frames tshark decodes as InfiniBand are the ones the
 // dissector takes as RoCE, with the same opcode, destination QP and PSN.
 func TestSharedAgainstTshark(t *testing.T) {
-	shared := sharedCaptures(t)
-	if _, err := exec.LookPath("tshark"); err != nil {
-		t.Skip("tshark is not installed: the cross-check needs it (Debian package tshark)")
-	}
+	shared := testref.SharedCaptures(t)
+	testref.Tshark(t)
 	files, err := filepath.Glob(filepath.Join(shared, "*", "*.pcap"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no captures under %s: %v", shared, err)
@@ -161,9 +134,7 @@ func TestSharedAgainstTshark(t *testing.T) {
 // captures in testdata: tshark must read what the writer meant, and so must
 // the dissector.
 func TestTestdataAgainstTshark(t *testing.T) {
-	if _, err := exec.LookPath("tshark"); err != nil {
-		t.Skip("tshark is not installed: the cross-check needs it (Debian package tshark)")
-	}
+	testref.Tshark(t)
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.pcap"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no captures in testdata: %v", err)

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"roce-inspect/internal/testref"
 	"bytes"
 	"encoding/binary"
 	"flag"
@@ -89,7 +90,7 @@ func TestTshark(t *testing.T) {
 // Wireshark reads it while the wire holds it least significant byte first;
 // the verdicts do not depend on that.
 func TestReferenceICRC(t *testing.T) {
-	path := filepath.Join(repoRoot(t), "..", "shared", "captures", "vectors", "vectors.pcap")
+	path := filepath.Join(testref.RepoRoot(t), "..", "shared", "captures", "vectors", "vectors.pcap")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Skipf("reference captures absent (%v): the ICRC reference is not checked against known answers", err)
@@ -152,30 +153,12 @@ func testdataFiles() map[string]Config {
 	return files
 }
 
-// repoRoot returns the directory holding go.mod, above the package.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-}
 
 // TestTestdata checks that the captures in testdata/ are byte for byte what
 // the generator writes now, so that a change of the generator is noticed;
 // with -update it rewrites them.
 func TestTestdata(t *testing.T) {
-	dir := filepath.Join(repoRoot(t), "testdata")
+	dir := filepath.Join(testref.RepoRoot(t), "testdata")
 	if *update {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)

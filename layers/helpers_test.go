@@ -7,35 +7,10 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"roce-inspect/internal/testref"
 	"strings"
 	"testing"
 )
-
-// capturesDir returns the shared reference captures, ../shared/captures from
-// the repository root (the directory holding go.mod), or skips the test when
-// they are absent, as in a fresh clone without them.
-func capturesDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the package directory; cannot locate ../shared/captures")
-		}
-		dir = parent
-	}
-	caps := filepath.Join(dir, "..", "shared", "captures")
-	if _, err := os.Stat(caps); err != nil {
-		t.Skipf("reference captures not found at %s (they are not part of the repository): %v", caps, err)
-	}
-	return caps
-}
 
 // readFrames returns the frames of a classic pcap file under the captures
 // directory. gopacket's pcapgo would do, but it imports golang.org/x/net,
@@ -43,7 +18,7 @@ func capturesDir(t testing.TB) string {
 // read here.
 func readFrames(t testing.TB, rel string) [][]byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(capturesDir(t), rel))
+	data, err := os.ReadFile(filepath.Join(testref.SharedCaptures(t), rel))
 	if err != nil {
 		t.Fatal(err)
 	}
