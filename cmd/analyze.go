@@ -141,13 +141,12 @@ func runAnalyze(stdout, stderr io.Writer, files []string, g *globalOptions, o *a
 		v := newView(stdout, useColor(o.color, stdout))
 		v.report(r, o.top, o.sort)
 	}
-	if o.format != "table" {
-		for _, w := range res.Warnings {
-			fmt.Fprintln(stderr, w)
-		}
-	}
 	if err != nil {
-		return fileError{fmt.Errorf("%w (the report covers the %d frames before it)", err, r.Packets.Total)}
+		frames := "frames"
+		if r.Packets.Total == 1 {
+			frames = "frame"
+		}
+		err = fmt.Errorf("%w (the report covers the %d %s before it)", err, r.Packets.Total, frames)
 	}
-	return nil
+	return res.endStatus(stderr, err)
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -194,7 +193,7 @@ func checkFile(name string, g *globalOptions, o *checkOptions) fileVerdict {
 	if res.Truncated > 0 {
 		v.Truncated = true
 		if !o.allowTruncated {
-			v.Error = strings.TrimPrefix(res.Warnings[0], "warning: ")
+			v.Error = res.Warnings[0]
 		}
 	}
 	var gaps, unrecovered, naks uint64

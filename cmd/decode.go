@@ -82,19 +82,13 @@ func runDecode(stdout, stderr io.Writer, files []string, g *globalOptions, o *de
 		return o.count <= 0 || roce < o.count
 	})
 	out.Flush()
-	for _, w := range res.Warnings {
-		fmt.Fprintln(stderr, w)
-	}
 	if malformedTotal > 0 {
 		fmt.Fprintf(stderr, "%d of %d RoCE packets malformed: %s\n", malformedTotal, roce, reasonCounts(malformed))
 	}
-	if err != nil {
-		return fileError{err}
-	}
-	if roce == 0 && o.format == "text" {
+	if err == nil && res.Truncated == 0 && roce == 0 && o.format == "text" {
 		fmt.Fprintf(stderr, "no RoCE packets in %d frames\n", frames)
 	}
-	return nil
+	return res.endStatus(stderr, err)
 }
 
 // reasonCounts lists counts per reason, most frequent first.

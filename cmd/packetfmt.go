@@ -47,7 +47,8 @@ func appendHex(b []byte, v uint64, digits int) []byte {
 
 func appendUint(b []byte, v uint64) []byte { return strconv.AppendUint(b, v, 10) }
 
-// appendSeconds appends a nanosecond duration as seconds with 6 decimals.
+// appendSeconds appends a nanosecond duration as seconds with 9 decimals:
+// at 100 Gb/s and more, packets are tens of nanoseconds apart.
 func appendSeconds(b []byte, ns int64) []byte {
 	if ns < 0 {
 		b = append(b, '-')
@@ -55,8 +56,8 @@ func appendSeconds(b []byte, ns int64) []byte {
 	}
 	b = strconv.AppendInt(b, ns/1e9, 10)
 	b = append(b, '.')
-	frac := (ns % 1e9) / 1e3
-	for d := int64(100000); d > 0; d /= 10 {
+	frac := ns % 1e9
+	for d := int64(100000000); d > 0; d /= 10 {
 		b = append(b, byte('0'+frac/d%10))
 	}
 	return b

@@ -4,9 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"strings"
 
 	"roce-inspect/capture"
 	"roce-inspect/dissect"
+	"roce-inspect/pipeline"
 )
 
 // frameFunc receives every frame of the capture files in order, decoded.
@@ -17,7 +21,9 @@ type frameFunc func(file string, f *capture.Frame, p *dissect.Packet, k dissect.
 // scanResult is what reading the capture files found besides the frames.
 type scanResult struct {
 	// Warnings are one-line messages about damage that did not stop the
-	// read, such as a file cut short in the middle of a record.
+	// read, such as a file cut short in the middle of a record. They name
+	// the file and carry no "warning: " prefix: the report's own warnings
+	// have none, and each output adds it where it prints them.
 	Warnings []string
 	// Truncated counts the files that ended in the middle of a record.
 	Truncated int
@@ -32,26 +38,14 @@ type scanResult struct {
 // been handed to fn, so callers still report them.
 func scanFiles(files []string, ports []uint16, prog *progress, fn frameFunc) (scanResult, error) {
 	var res scanResult
-	dec := dissect.NewDecoder(ports...)
-	var f capture.Frame
-	var p dissect.Packet
 	for _, name := range files {
 		r, err := capture.Open(name)
 		if err != nil {
 			return res, err
 		}
 		prog.start(r)
-		for {
-			err = r.Next(&f)
-			if err != nil {
-				break
-			}
-			k := dec.Decode(&f, &p)
-			if !fn(name, &f, &p, k) {
-				res.Stopped = true
-				break
-			}
-		}
+		res.Stopped, err = pipeline.Run(r, pipeline.Options{Parallel: parallelRead(r), Ports: ports},
+			func(f *capture.Frame, p *dissect.Packet, k dissect.Kind) bool { return fn(name, f, p, k) })
 		prog.finish()
 		r.Close()
 		switch {
@@ -60,10 +54,34 @@ func scanFiles(files []string, ports []uint16, prog *progress, fn frameFunc) (sc
 		case err == nil || err == io.EOF:
 		case errors.Is(err, capture.ErrTruncated):
 			res.Truncated++
-			res.Warnings = append(res.Warnings, fmt.Sprintf("warning: %v; the results cover the frames before it", err))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%v; the results cover the frames before it", err))
 		default:
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// parallelRead says whether to read r on a goroutine of its own: only for a
+// regular file, since for a pipe or standard input reading ahead in batches
+// would hold back packets that arrive slowly, and only with a second CPU.
+func parallelRead(r *capture.Reader) bool {
+	return r.Size() >= 0 && runtime.GOMAXPROCS(0) > 1 && os.Getenv("ROCE_INSPECT_PARALLEL") == "1"
+}
+
+// endStatus turns what a scan found into the command's end: a read error
+// ends it with status 2 (any warnings about earlier files printed first); so
+// does a file cut short in the middle of a record, with one line per such
+// file, after the results of the frames before the cut were printed.
+func (r scanResult) endStatus(stderr io.Writer, err error) error {
+	if err != nil {
+		for _, w := range r.Warnings {
+			fmt.Fprintln(stderr, "warning: "+w)
+		}
+		return fileError{err}
+	}
+	if r.Truncated > 0 {
+		return exitStatusError{status: exitError, msg: strings.Join(r.Warnings, "\nroce-inspect: ")}
+	}
+	return nil
 }
