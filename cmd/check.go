@@ -268,7 +268,7 @@ func printVerdict(w io.Writer, v *fileVerdict) {
 	if !v.Passed {
 		state = "FAIL"
 	}
-	fmt.Fprintf(w, "%s: %s (%d frames, %d RoCE)\n", v.File, state, v.Frames, v.RoCE)
+	fmt.Fprintf(w, "%s: %s (%s, %d RoCE)\n", v.File, state, count(int(v.Frames), "frame"), v.RoCE)
 	if v.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", v.Error)
 	}

@@ -1036,7 +1036,7 @@ func TestDamagedFiles(t *testing.T) {
 			if chStatus != exitOK {
 				state = "FAIL"
 			}
-			if head := fmt.Sprintf("%s: %s (%d frames, %d RoCE)\n", path, state, c.packets, c.packets); !strings.HasPrefix(res.stdout, head) {
+			if head := fmt.Sprintf("%s: %s (%s, %d RoCE)\n", path, state, count(c.packets, "frame"), c.packets); !strings.HasPrefix(res.stdout, head) {
 				t.Errorf("check: report starts %q, want %q", res.stdout, head)
 			}
 			res = rbMustRun(t, "check", "--allow-truncated", path)

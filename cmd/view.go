@@ -227,7 +227,7 @@ func (v *view) psnProblems(r *analyze.Report) {
 		v.title("PSN and NAK problems: none")
 		return
 	}
-	v.title(v.paint("31", fmt.Sprintf("PSN and NAK problems (%d flows)", len(rows))))
+	v.title(v.paint("31", fmt.Sprintf("PSN and NAK problems (%s)", count(len(rows), "flow"))))
 	t := v.table([]string{"FLOW", "GAPS", "MISSING", "RETX", "UNRECOVERED", "FIRST PSN", "LAST PSN", "NAK SEQ", "NAK RNR", "NAK OTHER"}, 1)
 	for _, row := range rows {
 		t.Append(row)
@@ -244,7 +244,7 @@ func (v *view) congestion(r *analyze.Report) {
 		}
 		return
 	}
-	v.title(fmt.Sprintf("Congestion (%d CE-marked flows)", len(r.Congestion)))
+	v.title(fmt.Sprintf("Congestion (%s)", count(len(r.Congestion), "CE-marked flow")))
 	t := v.table([]string{"CE-MARKED FLOW", "CE", "SENDER QP", "CNPS BACK", "CNPS TO HOST", "FIRST CE → CNP"}, 1)
 	for _, c := range r.Congestion {
 		qp, delay := "unmatched", "-"
@@ -367,4 +367,12 @@ func (c *csvWriter) flush() error {
 		return c.err
 	}
 	return c.w.Error()
+}
+
+// count writes n and a noun, plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
