@@ -5,13 +5,13 @@ import (
 	"io"
 	"net/netip"
 	"path/filepath"
-	"roce-inspect/internal/testref"
 	"slices"
 	"strings"
 	"testing"
 
 	"roce-inspect/capture"
 	"roce-inspect/dissect"
+	"roce-inspect/internal/testref"
 )
 
 // analyzeFile decodes a capture and analyzes every frame of it.

@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"roce-inspect/internal/testref"
 	"strconv"
 	"strings"
 	"testing"
 
 	"roce-inspect/capture"
 	"roce-inspect/dissect"
+	"roce-inspect/internal/testref"
 	"roce-inspect/layers"
 )
 

@@ -6,9 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"roce-inspect/internal/testref"
 	"strings"
 	"testing"
+
+	"roce-inspect/internal/testref"
 )
 
 // FuzzReader feeds arbitrary bytes through NewReader and Next until an error.

@@ -7,10 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"roce-inspect/internal/testref"
 	"strconv"
 	"strings"
 	"testing"
+
+	"roce-inspect/internal/testref"
 )
 
 // epochNs converts tshark's frame.time_epoch text ("1695804035.428757000")

@@ -8,12 +8,12 @@ import (
 	"math/bits"
 	"os/exec"
 	"path/filepath"
-	"roce-inspect/internal/testref"
 	"strconv"
 	"strings"
 	"testing"
 
 	"roce-inspect/capture"
+	"roce-inspect/internal/testref"
 )
 
 // decoded is what the dissector made of one frame.

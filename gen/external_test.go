@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"roce-inspect/internal/testref"
 	"bytes"
 	"encoding/binary"
 	"flag"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gopacket/gopacket/pcapgo"
 
+	"roce-inspect/internal/testref"
 	"roce-inspect/layers"
 )
 
@@ -152,7 +152,6 @@ func testdataFiles() map[string]Config {
 	files["rocev1.pcap"] = v1
 	return files
 }
-
 
 // TestTestdata checks that the captures in testdata/ are byte for byte what
 // the generator writes now, so that a change of the generator is noticed;

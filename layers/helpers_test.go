@@ -7,9 +7,10 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
-	"roce-inspect/internal/testref"
 	"strings"
 	"testing"
+
+	"roce-inspect/internal/testref"
 )
 
 // readFrames returns the frames of a classic pcap file under the captures
