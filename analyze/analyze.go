@@ -160,12 +160,16 @@ type flow struct {
 // Analyzer accumulates packets into flows. It is not safe for concurrent
 // use: callers that report while adding (live mode) serialize the calls.
 type Analyzer struct {
-	opt    Options
-	qps    map[uint32]struct{}
-	hosts  map[netip.Addr]struct{}
-	flows  map[flowKey]*flow
-	pairs  map[pairKey]*hostPair
-	lastFl *flow // the flow of the previous packet, to skip a map lookup
+	opt   Options
+	qps   map[uint32]struct{}
+	hosts map[netip.Addr]struct{}
+	flows map[flowKey]*flow
+	pairs map[pairKey]*hostPair
+	// recent caches flows by a cheap hash of their key, in front of the
+	// flow map: traffic interleaves a few flows (data one way, ACKs the
+	// other), and hashing a flowKey for the map costs more than the rest
+	// of Add.
+	recent [recentFlows]*flow
 
 	total, notRoCE, filtered uint64
 	roce, v1, v2, malformed  uint64
@@ -366,10 +370,13 @@ func (a *Analyzer) countReason(r string) {
 // flowFor returns the flow of p, creating it (and its host pair) on first
 // sight.
 func (a *Analyzer) flowFor(p *dissect.Packet) *flow {
-	k := flowKey{src: p.SrcIP, dst: p.DstIP, qp: p.BTH.DestQP & 0xFFFFFF, version: p.Version}
-	if f := a.lastFl; f != nil && f.key == k {
+	qp := p.BTH.DestQP & 0xFFFFFF
+	slot := &a.recent[recentSlot(qp, p.Version, p.SrcPort)]
+	// Field by field, cheapest first: no flowKey to build on a hit.
+	if f := *slot; f != nil && f.key.qp == qp && f.key.version == p.Version && f.key.src == p.SrcIP && f.key.dst == p.DstIP {
 		return f
 	}
+	k := flowKey{src: p.SrcIP, dst: p.DstIP, qp: qp, version: p.Version}
 	f, ok := a.flows[k]
 	if !ok {
 		pk := pairKey{src: k.src, dst: k.dst, version: k.version}
@@ -389,8 +396,26 @@ func (a *Analyzer) flowFor(p *dissect.Packet) *flow {
 		hp.flows = append(hp.flows, f)
 		a.flows[k] = f
 	}
-	a.lastFl = f
+	*slot = f
 	return f
+}
+
+// recentFlows is the size of Analyzer.recent.
+const (
+	recentBits  = 8
+	recentFlows = 1 << recentBits
+)
+
+// recentSlot hashes a flow to a slot of Analyzer.recent. It takes the QP,
+// which tells most flows apart, and the UDP source port, which RoCEv2 NICs
+// derive from the QP, so that hosts that number their QPs alike still spread
+// over the slots. Hashing the addresses as well would cost more than the map
+// lookups it saves; a packet whose flow is not in its slot only falls back to
+// the map.
+func recentSlot(qp uint32, version uint8, srcPort uint16) uint {
+	h := uint64(qp)<<24 | uint64(srcPort)<<8 | uint64(version)
+	h *= 0x9E3779B97F4A7C15
+	return uint(h >> (64 - recentBits)) // the top bits mix every input bit
 }
 
 // reversePair returns the host pair in the opposite direction of hp, or nil

@@ -26,13 +26,25 @@ type progress struct {
 	drawn bool
 }
 
+// Timing of the bar: it appears once a file has taken progressDelay, and is
+// redrawn every progressEvery. Variables so that tests can shorten them.
+var (
+	progressDelay = 700 * time.Millisecond
+	progressEvery = 200 * time.Millisecond
+)
+
 // newProgress returns a progress bar for stderr, or nil when stderr is not a
 // terminal or quiet is set.
-func newProgress(quiet bool) *progress {
-	if quiet || !term.IsTerminal(int(os.Stderr.Fd())) {
+func newProgress(quiet bool) *progress { return progressOn(os.Stderr, quiet) }
+
+// progressOn returns a progress bar drawn on f, or nil when f is not a
+// terminal (a pipe, a file, /dev/null) or quiet is set: a bar's carriage
+// returns would only garble a log.
+func progressOn(f *os.File, quiet bool) *progress {
+	if quiet || f == nil || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return &progress{w: os.Stderr, delay: 700 * time.Millisecond, every: 200 * time.Millisecond}
+	return &progress{w: f, delay: progressDelay, every: progressEvery}
 }
 
 // start begins watching r until finish is called.
@@ -72,7 +84,7 @@ func (pr *progress) draw(name string, done, size int64, elapsed time.Duration) {
 	rate := float64(done) / elapsed.Seconds()
 	left := "?"
 	if rate > 0 {
-		left = (time.Duration(float64(size-done)/rate) * time.Nanosecond).Round(time.Second).String()
+		left = time.Duration(float64(max(size-done, 0)) / rate * float64(time.Second)).Round(time.Second).String()
 	}
 	filled := int(frac * width)
 	bar := make([]byte, width)

@@ -62,11 +62,20 @@ func scanFiles(files []string, ports []uint16, prog *progress, fn frameFunc) (sc
 	return res, nil
 }
 
-// parallelRead says whether to read r on a goroutine of its own: only for a
-// regular file, since for a pipe or standard input reading ahead in batches
-// would hold back packets that arrive slowly, and only with a second CPU.
+// parallelEnv, set to 1, reads regular files with the parallel reader of
+// package pipeline: one goroutine reads and checks ICRCs while another
+// decodes and analyzes. It is off by default because it did not pay on the
+// two-CPU machine the project is measured on: the headers of every frame
+// moving between the cores cost more than the reading and the CRC the
+// second core took over (the README's performance section has the figures).
+const parallelEnv = "ROCE_INSPECT_PARALLEL"
+
+// parallelRead says whether to read r with the parallel reader: when asked
+// to, for a regular file only, since for a pipe or standard input reading
+// ahead in batches would hold back packets that arrive slowly, and only
+// with a second CPU.
 func parallelRead(r *capture.Reader) bool {
-	return r.Size() >= 0 && runtime.GOMAXPROCS(0) > 1 && os.Getenv("ROCE_INSPECT_PARALLEL") == "1"
+	return os.Getenv(parallelEnv) == "1" && r.Size() >= 0 && runtime.GOMAXPROCS(0) > 1
 }
 
 // endStatus turns what a scan found into the command's end: a read error

@@ -79,6 +79,7 @@ type Decoder struct {
 	mode    icrcMode
 	given   ICRCCheck
 	scratch Packet
+	icrc    layers.ICRCHasher
 }
 
 // icrcMode says what a walk over a frame does at the ICRC.
@@ -384,7 +385,7 @@ func (d *Decoder) decodeTransport(data []byte, off, total int, kind layers.Netwo
 		p.ICRC, p.ICRCFound, p.ICRCComputed = d.given.Verdict, d.given.Found, d.given.Computed
 	case complete:
 		p.ICRCFound = layers.ICRCFromWire(data[end:total])
-		crc, err := layers.ComputeICRC(kind, data[:end])
+		crc, err := d.icrc.Compute(kind, data[:end])
 		if err == nil {
 			p.ICRCComputed = crc
 			if crc == p.ICRCFound {

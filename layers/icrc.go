@@ -72,61 +72,141 @@ var icrcSeed = crc32.Update(0, crc32.IEEETable, []byte{0xFF, 0xFF, 0xFF, 0xFF, 0
 // ends just before the four ICRC bytes. IPv4 options are covered, as the
 // header length says. It does not allocate.
 func ComputeICRC(kind NetworkHeader, pkt []byte) (uint32, error) {
+	n, ihl, err := icrcSpan(kind, pkt)
+	if err != nil {
+		return 0, err
+	}
 	// The headers with variant fields are copied to a stack array and masked
 	// there, so that pkt is never written.
 	var buf [maxMasked]byte
-	var n int
+	copy(buf[:n], pkt)
+	maskVariant(kind, buf[:n], ihl)
+	crc := updateIEEE8(icrcSeed, buf[:n])
+	// hash/crc32 runs the CPU's carry-less multiply over whole 16-byte
+	// blocks, fast per byte but at a fixed cost of about as much as 50
+	// bytes through the table loop, and takes any last len%16 bytes through
+	// a slower byte loop. So the table loop takes a short rest whole, and of
+	// a long rest the bytes that leave hash/crc32 whole blocks only.
+	rest := pkt[n:]
+	if len(rest) < clmulMin {
+		return updateIEEE8(crc, rest), nil
+	}
+	head := len(rest) & 15
+	crc = updateIEEE8(crc, rest[:head])
+	return crc32.Update(crc, crc32.IEEETable, rest[head:]), nil
+}
+
+// icrcSpan checks that pkt can hold a packet of the given kind and returns
+// n, the length of the headers whose variant fields are masked (network
+// header, UDP header for RoCEv2, BTH), and ihl, the length of the network
+// header (where the UDP header, or for RoCEv1 the BTH, starts).
+func icrcSpan(kind NetworkHeader, pkt []byte) (n, ihl int, err error) {
 	switch kind {
 	case ICRCIPv4:
 		if len(pkt) < ipv4MinLen {
-			return 0, ErrICRCTooShort
+			return 0, 0, ErrICRCTooShort
 		}
 		if pkt[0]>>4 != 4 {
-			return 0, ErrICRCBadIPHeader
+			return 0, 0, ErrICRCBadIPHeader
 		}
-		ihl := int(pkt[0]&0x0F) * 4
+		ihl = int(pkt[0]&0x0F) * 4
 		if ihl < ipv4MinLen {
-			return 0, ErrICRCBadIPHeader
+			return 0, 0, ErrICRCBadIPHeader
 		}
 		n = ihl + udpLen + BTHLen
 		if len(pkt) < n {
-			return 0, ErrICRCTooShort
+			return 0, 0, ErrICRCTooShort
 		}
 		if pkt[9] != uint8(gplayers.IPProtocolUDP) {
-			return 0, ErrICRCNotUDP
+			return 0, 0, ErrICRCNotUDP
 		}
-		copy(buf[:n], pkt)
-		buf[1] = 0xFF                 // TOS (DSCP and ECN)
-		buf[8] = 0xFF                 // TTL
-		buf[10], buf[11] = 0xFF, 0xFF // header checksum
-		maskUDPBTH(buf[ihl:n])
 	case ICRCIPv6:
-		n = ipv6Len + udpLen + BTHLen
+		ihl, n = ipv6Len, ipv6Len+udpLen+BTHLen
 		if len(pkt) < n {
-			return 0, ErrICRCTooShort
+			return 0, 0, ErrICRCTooShort
 		}
 		if pkt[0]>>4 != 6 {
-			return 0, ErrICRCBadIPHeader
+			return 0, 0, ErrICRCBadIPHeader
 		}
 		if pkt[6] != uint8(gplayers.IPProtocolUDP) {
-			return 0, ErrICRCNotUDP
+			return 0, 0, ErrICRCNotUDP
 		}
-		copy(buf[:n], pkt)
-		maskIPv6(buf[:ipv6Len])
-		maskUDPBTH(buf[ipv6Len:n])
 	case ICRCGRH:
-		n = GRHLen + BTHLen
+		ihl, n = GRHLen, GRHLen+BTHLen
 		if len(pkt) < n {
-			return 0, ErrICRCTooShort
+			return 0, 0, ErrICRCTooShort
 		}
-		copy(buf[:n], pkt)
-		maskIPv6(buf[:GRHLen])
-		buf[GRHLen+4] = 0xFF // BTH FECN, BECN, Resv6a
 	default:
-		return 0, ErrICRCUnknownNetworkHeader
+		return 0, 0, ErrICRCUnknownNetworkHeader
 	}
-	crc := updateIEEE8(icrcSeed, buf[:n])
-	return crc32.Update(crc, crc32.IEEETable, pkt[n:]), nil
+	return n, ihl, nil
+}
+
+// maskVariant sets the variant fields of h, a copy of the first n bytes of a
+// packet that icrcSpan accepted, to ones.
+func maskVariant(kind NetworkHeader, h []byte, ihl int) {
+	switch kind {
+	case ICRCIPv4:
+		h[1] = 0xFF               // TOS (DSCP and ECN)
+		h[8] = 0xFF               // TTL
+		h[10], h[11] = 0xFF, 0xFF // header checksum
+		maskUDPBTH(h[ihl:])
+	case ICRCIPv6:
+		maskIPv6(h[:ipv6Len])
+		maskUDPBTH(h[ipv6Len:])
+	case ICRCGRH:
+		maskIPv6(h[:GRHLen])
+		h[GRHLen+4] = 0xFF // BTH FECN, BECN, Resv6a
+	}
+}
+
+// clmulMin is the shortest input for which hash/crc32, with its
+// carry-less multiply, is faster than the table loop of updateIEEE8.
+const clmulMin = 64
+
+// hasherMax is the longest packet an ICRCHasher copies into its scratch
+// buffer; longer ones go through ComputeICRC, whose one table-loop pass over
+// the headers costs less than copying them.
+const hasherMax = 256
+
+// ICRCHasher computes the invariant CRC of short packets, such as ACKs and
+// other small requests, faster than ComputeICRC, and of any packet the same
+// value. It copies a short packet whole into a scratch buffer of its own,
+// masks the copy and hands it to hash/crc32 in one call, padded in front to
+// whole 16-byte blocks of at least clmulMin bytes, so that every byte goes
+// through the CPU's carry-less multiply rather than a table loop. The buffer
+// lives with the hasher because hash/crc32 would move a stack buffer to the
+// heap on every call. The zero value is ready to use; a hasher is not safe
+// for concurrent use.
+type ICRCHasher struct {
+	buf [hasherMax + 16]byte
+}
+
+// Compute returns what ComputeICRC(kind, pkt) returns, the same CRC or the
+// same error. It does not allocate and never writes to pkt.
+func (h *ICRCHasher) Compute(kind NetworkHeader, pkt []byte) (uint32, error) {
+	if len(pkt) > hasherMax {
+		return ComputeICRC(kind, pkt)
+	}
+	n, ihl, err := icrcSpan(kind, pkt)
+	if err != nil {
+		return 0, err
+	}
+	// Zero bytes in front leave a CRC register of zero unchanged, so they
+	// pad for free when the CRC starts from a zero register; the register
+	// the LRH's 0xFF bytes leave behind is folded into the first four bytes
+	// of the copy instead, which is exact for this bit-reflected CRC: its
+	// register is XORed into the next four input bytes read little-endian.
+	total := (max(len(pkt), clmulMin) + 15) &^ 15
+	z := total - len(pkt)
+	b := h.buf[:total]
+	clear(b[:z])
+	w := b[z:]
+	copy(w, pkt)
+	maskVariant(kind, w[:n], ihl)
+	binary.LittleEndian.PutUint32(w, binary.LittleEndian.Uint32(w)^^icrcSeed)
+	// An initial CRC of all ones is a register of zero.
+	return crc32.Update(^uint32(0), crc32.IEEETable, b), nil
 }
 
 // maskIPv6 sets the traffic class, flow label and hop limit of an IPv6 header
@@ -191,12 +271,12 @@ var slicing8 = func() *[8][256]uint32 {
 }()
 
 // updateIEEE8 is crc32.Update(crc, crc32.IEEETable, p) for the masked header
-// copy. crc32.Update dispatches through a function variable, which makes the
-// compiler move its argument to the heap: with it, ComputeICRC's stack array
-// would cost an allocation per packet. This loop keeps the array on the stack
-// and is fast enough for the at most 80 bytes it sees; crc32.Update, with the
-// CPU's carry-less multiply, takes the rest of the packet, which is already on
-// the heap.
+// copy and for short stretches of the packet. crc32.Update dispatches through
+// a function variable, which makes the compiler move its argument to the
+// heap: with it, ComputeICRC's stack array would cost an allocation per
+// packet. This slicing-by-8 loop keeps the array on the stack, and for less
+// than about 64 bytes it is faster than crc32.Update, whose carry-less
+// multiply path has a fixed cost per call.
 func updateIEEE8(crc uint32, p []byte) uint32 {
 	t := slicing8
 	crc = ^crc

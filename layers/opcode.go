@@ -189,15 +189,24 @@ func extInfoOf(h ExtHeaders) (*extInfo, bool) {
 // Len returns the total size in bytes of the headers in h; bits that name no
 // header count zero.
 func (h ExtHeaders) Len() int {
-	n := 0
-	for h != 0 {
-		if i := bits.TrailingZeros16(uint16(h)); i < len(extInfos) {
-			n += extInfos[i].size
-		}
-		h &= h - 1
-	}
-	return n
+	// The decoder asks this for every packet: a table lookup, not a loop
+	// over the bits.
+	return int(extLens[h&(1<<len(extInfos)-1)])
 }
+
+// extLens holds Len for every set of the defined header bits.
+var extLens = func() (t [1 << len(extInfos)]uint8) {
+	for h := range t {
+		n := 0
+		for i := range extInfos {
+			if h&(1<<i) != 0 {
+				n += extInfos[i].size
+			}
+		}
+		t[h] = uint8(n) // at most 108: every header at once
+	}
+	return t
+}()
 
 // size returns the size of a single header bit, zero for anything else.
 func (h ExtHeaders) size() int {
