@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 )
@@ -61,6 +62,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
+	if cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -74,6 +78,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "roce-inspect: "+err.Error())
 	return exitError
 }
+
+// cpuProfile is the hidden --cpuprofile flag, for measuring where the time
+// of a run goes.
+var cpuProfile string
 
 func newRootCommand() *cobra.Command {
 	g := &globalOptions{}
@@ -91,6 +99,15 @@ is right. With files and no command it runs "analyze".`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+			}
 			for _, p := range ports {
 				if p == 0 || p > 65535 {
 					return usageErrorf("--port %d is not a UDP port", p)
@@ -108,6 +125,8 @@ is right. With files and no command it runs "analyze".`,
 	}
 	root.PersistentFlags().UintSliceVar(&ports, "port", nil, "more UDP destination ports that carry RoCEv2 (4791 always does)")
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress bar")
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (for go tool pprof)")
+	root.PersistentFlags().MarkHidden("cpuprofile")
 	addAnalyzeFlags(root, ao)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	root.AddCommand(newAnalyzeCommand(g), newDecodeCommand(g), newCheckCommand(g), newGenCommand(), newLiveCommand(g))
