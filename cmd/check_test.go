@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"roce-inspect/capture"
+	"roce-inspect/internal/testref"
 )
 
 // runCLI runs the command line and returns its exit status and output.
@@ -19,35 +20,6 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
 	status := run(append([]string{"--quiet"}, args...), &stdout, &stderr)
 	return status, stdout.String(), stderr.String()
-}
-
-// sharedCaptures returns the reference captures folder beside the
-// repository, or skips when it is absent.
-func sharedCaptures(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(repoRoot(t), "..", "shared", "captures")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("reference captures not found at %s: they ship beside the repository, not in it", dir)
-	}
-	return dir
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
 }
 
 // emptyCapture writes a pcap file with a header and no frames.
@@ -70,7 +42,7 @@ func emptyCapture(t *testing.T) string {
 }
 
 func TestCheckExitStatus(t *testing.T) {
-	shared := sharedCaptures(t)
+	shared := testref.SharedCaptures(t)
 	notCapture := filepath.Join(t.TempDir(), "notes.txt")
 	os.WriteFile(notCapture, []byte("this is not a capture file\n"), 0o644)
 	empty := emptyCapture(t)
@@ -118,7 +90,7 @@ func TestCheckExitStatus(t *testing.T) {
 }
 
 func TestCheckJSON(t *testing.T) {
-	shared := sharedCaptures(t)
+	shared := testref.SharedCaptures(t)
 	status, out, _ := runCLI(t, "check", "--format", "json", "--show", "3", filepath.Join(shared, "real/mlx5-rc-mirror.pcap"))
 	if status != 1 {
 		t.Fatalf("exit status %d, want 1", status)
@@ -175,7 +147,7 @@ type xsdResult struct {
 }
 
 func TestCheckJUnit(t *testing.T) {
-	shared := sharedCaptures(t)
+	shared := testref.SharedCaptures(t)
 	dir := t.TempDir()
 	report := filepath.Join(dir, "report.xml")
 	missing := filepath.Join(dir, "missing.pcap")
@@ -189,7 +161,7 @@ func TestCheckJUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if xmllint, err := exec.LookPath("xmllint"); err == nil {
-		schema := filepath.Join(repoRoot(t), "testdata", "junit.xsd")
+		schema := filepath.Join(testref.RepoRoot(t), "testdata", "junit.xsd")
 		out, err := exec.Command(xmllint, "--noout", "--schema", schema, report).CombinedOutput()
 		if err != nil {
 			t.Errorf("xmllint rejects the report against %s: %v\n%s", schema, err, out)

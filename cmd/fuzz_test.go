@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"roce-inspect/capture"
+	"roce-inspect/internal/testref"
 )
 
 // FuzzPipeline feeds arbitrary bytes, as a capture file, through the whole
@@ -52,7 +53,7 @@ func pipelineSeeds(f *testing.F) [][]byte {
 		rbGzip(f, rbPcap(f, 0, good[:4])),
 		rbPcap(f, 0, rbMalformedFrames(f)),
 	}
-	root := rbRepoRoot(f)
+	root := testref.RepoRoot(f)
 	var paths []string
 	for _, pattern := range []string{
 		filepath.Join(root, "testdata", "corrupt", "*"),

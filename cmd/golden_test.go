@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"roce-inspect/internal/testref"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -16,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // frame by frame against tshark in the dissect tests); -update rewrites them
 // after an intended change, to be reviewed in the diff.
 func TestGolden(t *testing.T) {
-	root := repoRoot(t)
+	root := testref.RepoRoot(t)
 	td := filepath.Join(root, "testdata")
 	tests := []struct {
 		golden string

@@ -21,6 +21,7 @@ import (
 
 	"roce-inspect/capture"
 	"roce-inspect/dissect"
+	"roce-inspect/internal/testref"
 	"roce-inspect/layers"
 )
 
@@ -779,26 +780,6 @@ func rbMapsEqual(a, b map[string]uint64) bool {
 	return true
 }
 
-// rbRepoRoot is the directory holding go.mod, found by walking up from the
-// package directory.
-func rbRepoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the package directory")
-		}
-		dir = parent
-	}
-}
-
 // Damaged files.
 
 // rbFileCase is a damaged capture file and what every command must say
@@ -1331,7 +1312,7 @@ func rbBases(t *testing.T) []rbBase {
 		{"hand-built pcap.gz", rbGzip(t, rbPcap(t, 0, good))},
 		{"malformed packets pcap", rbPcap(t, 0, rbMalformedFrames(t))},
 	}
-	root := rbRepoRoot(t)
+	root := testref.RepoRoot(t)
 	for _, name := range []string{"rc-read.pcap", "rocev1.pcap", "ipv6.pcap", "atomic.pcap", "ecn-cnp.pcap", "ud.pcap"} {
 		if b := firstFrames(filepath.Join(root, "testdata", name), 12); b != nil {
 			bases = append(bases, rbBase{name, b})
@@ -1500,7 +1481,7 @@ func rbKind(desc string) string {
 // also puts each through rbPipeline.
 func TestCorruptRegression(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(rbRepoRoot(t), "testdata", "corrupt")
+	dir := filepath.Join(testref.RepoRoot(t), "testdata", "corrupt")
 	const cover = "; the results cover the frames before it"
 	tests := []struct {
 		file   string
