@@ -470,7 +470,7 @@ func TestLiveBPF(t *testing.T) {
 	p := lt.NewPair(t, 9000)
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "filter.dd")
-	if err := os.WriteFile(prog, []byte(tcpdumpUDP4791), 0o644); err != nil {
+	if err := os.WriteFile(prog, []byte(lt.TcpdumpUDPDst4791), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	v1, _, _, err := lt.GenFrames(gen.Config{Scenario: "rc-write", Seed: 8, RoCEv1: true, Packets: 20})
@@ -502,25 +502,6 @@ func TestLiveBPF(t *testing.T) {
 		t.Errorf("packets %+v: want the %d RoCEv2 frames only", r.Packets, len(v2))
 	}
 }
-
-// tcpdumpUDP4791 is `tcpdump -dd udp dst port 4791` for Ethernet.
-const tcpdumpUDP4791 = `{ 0x28, 0, 0, 0x0000000c },
-{ 0x15, 0, 4, 0x000086dd },
-{ 0x30, 0, 0, 0x00000014 },
-{ 0x15, 0, 11, 0x00000011 },
-{ 0x28, 0, 0, 0x00000038 },
-{ 0x15, 8, 9, 0x000012b7 },
-{ 0x15, 0, 8, 0x00000800 },
-{ 0x30, 0, 0, 0x00000017 },
-{ 0x15, 0, 6, 0x00000011 },
-{ 0x28, 0, 0, 0x00000014 },
-{ 0x45, 4, 0, 0x00001fff },
-{ 0xb1, 0, 0, 0x0000000e },
-{ 0x48, 0, 0, 0x00000010 },
-{ 0x15, 0, 1, 0x000012b7 },
-{ 0x6, 0, 0, 0x00040000 },
-{ 0x6, 0, 0, 0x00000000 },
-`
 
 // TestLiveUsageErrors checks the errors found before capturing: each is
 // one plain line and status 2.

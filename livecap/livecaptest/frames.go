@@ -181,3 +181,30 @@ func NotRoCE() []Labeled {
 		{"IPv6 UDP from port 4791", Ethernet(nil, EtherTypeIPv6, IPv6(ProtoUDP, UDP(RoCEv2Port, 50000, BTHSendOnly())))},
 	}
 }
+
+// TcpdumpUDPDst4791 is what `tcpdump -dd udp dst port 4791` prints for an
+// Ethernet interface (the program of `tcpdump -d` beside it).
+const TcpdumpUDPDst4791 = `{ 0x28, 0, 0, 0x0000000c },
+{ 0x15, 0, 4, 0x000086dd },
+{ 0x30, 0, 0, 0x00000014 },
+{ 0x15, 0, 11, 0x00000011 },
+{ 0x28, 0, 0, 0x00000038 },
+{ 0x15, 8, 9, 0x000012b7 },
+{ 0x15, 0, 8, 0x00000800 },
+{ 0x30, 0, 0, 0x00000017 },
+{ 0x15, 0, 6, 0x00000011 },
+{ 0x28, 0, 0, 0x00000014 },
+{ 0x45, 4, 0, 0x00001fff },
+{ 0xb1, 0, 0, 0x0000000e },
+{ 0x48, 0, 0, 0x00000010 },
+{ 0x15, 0, 1, 0x000012b7 },
+{ 0x6, 0, 0, 0x00040000 },
+{ 0x6, 0, 0, 0x00000000 },
+`
+
+// (000) ldh [12]; (001) jeq #0x86dd jt 2 jf 6; (002) ldb [20];
+// (003) jeq #0x11 jt 4 jf 15; (004) ldh [56]; (005) jeq #0x12b7 jt 14 jf 15;
+// (006) jeq #0x800 jt 7 jf 15; (007) ldb [23]; (008) jeq #0x11 jt 9 jf 15;
+// (009) ldh [20]; (010) jset #0x1fff jt 15 jf 11; (011) ldxb 4*([14]&0xf);
+// (012) ldh [x + 16]; (013) jeq #0x12b7 jt 14 jf 15; (014) ret #262144;
+// (015) ret #0
