@@ -110,6 +110,24 @@ func (l *liveRun) wait(t *testing.T) int {
 	return l.status
 }
 
+// sendAllRoCE sends frames that are all RoCE and waits until live has
+// counted every one of them.
+func (l *liveRun) sendAllRoCE(t *testing.T, p *lt.Pair, frames [][]byte) {
+	t.Helper()
+	roce := make([]bool, len(frames))
+	for i := range roce {
+		roce[i] = true
+	}
+	l.send(t, p, frames, roce)
+	end := time.Now().Add(liveDeadline)
+	for l.roceSeen() < len(frames) {
+		if time.Now().After(end) {
+			t.Fatalf("live saw %d of %d frames by the deadline", l.roceSeen(), len(frames))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // send sends the frames from side 1, paced by what the live command
 // reports having seen; roce marks the frames its filter must admit.
 func (l *liveRun) send(t *testing.T, p *lt.Pair, frames [][]byte, roce []bool) {
@@ -430,18 +448,7 @@ func TestLiveInterfaceDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := startLive(t, p, "--format", "json", "--interval", "20ms", "--duration", "30s")
-	roce := make([]bool, len(frames))
-	for i := range roce {
-		roce[i] = true
-	}
-	l.send(t, p, frames, roce)
-	end := time.Now().Add(liveDeadline)
-	for l.roceSeen() < len(frames) {
-		if time.Now().After(end) {
-			t.Fatalf("live saw %d of %d frames by the deadline", l.roceSeen(), len(frames))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	l.sendAllRoCE(t, p, frames)
 	if err := p.SetDown(0); err != nil {
 		t.Fatal(err)
 	}
@@ -717,18 +724,7 @@ func TestLiveSignal(t *testing.T) {
 	// live catches SIGINT from before its start line, which startLive
 	// waits for, until it returns.
 	l := startLive(t, p, "--format", "json", "--interval", "20ms", "--duration", "30s")
-	roce := make([]bool, len(frames))
-	for i := range roce {
-		roce[i] = true
-	}
-	l.send(t, p, frames, roce)
-	end := time.Now().Add(liveDeadline)
-	for l.roceSeen() < len(frames) {
-		if time.Now().After(end) {
-			t.Fatalf("live saw %d of %d frames by the deadline", l.roceSeen(), len(frames))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	l.sendAllRoCE(t, p, frames)
 	if err := unix.Kill(os.Getpid(), unix.SIGINT); err != nil {
 		t.Fatal(err)
 	}
