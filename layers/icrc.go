@@ -22,6 +22,8 @@ import (
 
 	"github.com/gopacket/gopacket"
 	gplayers "github.com/gopacket/gopacket/layers"
+
+	"roce-inspect/internal/crcfold"
 )
 
 // ICRCLen is the size of the ICRC in bytes.
@@ -164,33 +166,35 @@ func maskVariant(kind NetworkHeader, h []byte, ihl int) {
 // carry-less multiply, is faster than the table loop of updateIEEE8.
 const clmulMin = 64
 
-// hasherMax is the longest packet an ICRCHasher copies into its scratch
-// buffer; longer ones go through ComputeICRC, whose one table-loop pass over
-// the headers costs less than copying them.
+// hasherMax is the longest packet an ICRCHasher copies whole into its
+// scratch buffer; longer ones have only their headers copied (computeLong).
 const hasherMax = 256
 
-// ICRCHasher computes the invariant CRC of short packets, such as ACKs and
-// other small requests, faster than ComputeICRC, and of any packet the same
-// value. It copies a short packet whole into a scratch buffer of its own,
-// masks the copy and hands it to hash/crc32 in one call, padded in front to
-// whole 16-byte blocks of at least clmulMin bytes, so that every byte goes
-// through the CPU's carry-less multiply rather than a table loop. The buffer
-// lives with the hasher because hash/crc32 would move a stack buffer to the
-// heap on every call. The zero value is ready to use; a hasher is not safe
-// for concurrent use.
+// ICRCHasher computes the invariant CRC of any packet faster than
+// ComputeICRC, and the same value. A short packet, such as an ACK, is copied
+// whole into a scratch buffer of the hasher's, masked, and handed to crcfold
+// in one call, padded in front to whole 16-byte blocks of at least clmulMin
+// bytes, so that every byte goes through the CPU's carry-less multiply rather
+// than a table loop. Of a longer packet only the headers are copied and
+// masked, and crcfold folds them and the rest of the packet, read in place,
+// in one pass. The buffers live with the hasher because hash/crc32, which
+// crcfold falls back to on CPUs without 512-bit carry-less multiply, would
+// move a stack buffer to the heap on every call. The zero value is ready to
+// use; a hasher is not safe for concurrent use.
 type ICRCHasher struct {
-	buf [hasherMax + 16]byte
+	buf  [hasherMax + 16]byte
+	head [crcfold.HeadLen]byte
 }
 
 // Compute returns what ComputeICRC(kind, pkt) returns, the same CRC or the
 // same error. It does not allocate and never writes to pkt.
 func (h *ICRCHasher) Compute(kind NetworkHeader, pkt []byte) (uint32, error) {
-	if len(pkt) > hasherMax {
-		return ComputeICRC(kind, pkt)
-	}
 	n, ihl, err := icrcSpan(kind, pkt)
 	if err != nil {
 		return 0, err
+	}
+	if len(pkt) > hasherMax {
+		return h.computeLong(kind, pkt, n, ihl), nil
 	}
 	// Zero bytes in front leave a CRC register of zero unchanged, so they
 	// pad for free when the CRC starts from a zero register; the register
@@ -206,7 +210,23 @@ func (h *ICRCHasher) Compute(kind NetworkHeader, pkt []byte) (uint32, error) {
 	maskVariant(kind, w[:n], ihl)
 	binary.LittleEndian.PutUint32(w, binary.LittleEndian.Uint32(w)^^icrcSeed)
 	// An initial CRC of all ones is a register of zero.
-	return crc32.Update(^uint32(0), crc32.IEEETable, b), nil
+	return crcfold.Update(^uint32(0), b), nil
+}
+
+// computeLong is Compute for packets longer than hasherMax, with n and ihl
+// from icrcSpan. The headers, masked, and as many bytes after them as leave
+// the rest of the packet whole 16-byte blocks, are copied to the end of
+// h.head, padded in front with zeros as Compute pads, and crcfold folds
+// h.head and the rest of the packet, in place, in one pass.
+func (h *ICRCHasher) computeLong(kind NetworkHeader, pkt []byte, n, ihl int) uint32 {
+	first := n + (len(pkt)-n)&15
+	z := crcfold.HeadLen - first
+	clear(h.head[:z])
+	w := h.head[z:]
+	copy(w, pkt[:first])
+	maskVariant(kind, w[:n], ihl)
+	binary.LittleEndian.PutUint32(w, binary.LittleEndian.Uint32(w)^^icrcSeed)
+	return crcfold.UpdateHead(^uint32(0), &h.head, pkt[first:])
 }
 
 // maskIPv6 sets the traffic class, flow label and hop limit of an IPv6 header
