@@ -13,7 +13,8 @@
 # Settings, from the environment:
 #   SIZE_MB=1024    capture size per packet size, in MiB (200 for a quick run)
 #   PAYLOADS="1024 0"  payload bytes of the data packets; 0 is ACK-sized
-#   RUNS=3          timed runs of each tool but tshark; the fastest counts
+#   RUNS=5          rounds of timed runs of each tool but tshark, taken in
+#                   turns; the fastest run of each tool counts
 #   TSHARK=1        0 skips tshark (it takes minutes on a 1 GiB capture)
 #   TSHARK_MB=      have tshark read a capture of this size instead, and
 #                   compare its rate (GB/s) with the others'
@@ -26,7 +27,7 @@ export PATH="/usr/local/go/bin:$PATH"
 
 SIZE_MB=${SIZE_MB:-1024}
 PAYLOADS=${PAYLOADS:-"1024 0"}
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-5}
 TSHARK=${TSHARK:-1}
 TSHARK_MB=${TSHARK_MB:-}
 OUT=${OUT:-bench/out}
@@ -79,17 +80,6 @@ measure() {
   SECS=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')
 }
 
-# best CMD...: the fastest of RUNS runs, and the largest peak.
-best() {
-  local s=0 p=0 i
-  for ((i = 0; i < RUNS; i++)); do
-    measure "$@"
-    if [ "$i" = 0 ] || awk -v a="$SECS" -v b="$s" 'BEGIN { exit !(a < b) }'; then s=$SECS; fi
-    [ "$PEAK_KB" -gt "$p" ] && p=$PEAK_KB
-  done
-  SECS=$s PEAK_KB=$p
-}
-
 # capture PAYLOAD MB: writes (once) a bench capture of about MB MiB and
 # prints its path; the frame count comes from the size of a sample.
 capture() {
@@ -112,7 +102,7 @@ say() { echo "$@" | tee -a "$results"; }
 
 say "roce-inspect benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, $(uname -r)"
 say "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-say "capture ${SIZE_MB} MiB per packet size, best of $RUNS runs (tshark: one run), page cache warm"
+say "capture ${SIZE_MB} MiB per packet size, best of $RUNS rounds with the tools taking turns (tshark: one run), page cache warm"
 
 for payload in $PAYLOADS; do
   read -r file packets < <(capture "$payload" "$SIZE_MB")
@@ -123,20 +113,27 @@ for payload in $PAYLOADS; do
   say ""
   say "== $what: $file, $(awk -v s="$size" 'BEGIN { printf "%.2f GB", s / 1e9 }'), $packets packets"
 
-  declare -A T=() P=() R=()
-  run() { # label bytes packets CMD...
+  declare -A T=() P=() R=() N=()
+  # record LABEL BYTES PACKETS: keeps the fastest time (SECS) of LABEL's
+  # runs and the largest peak (PEAK_KB), with the rates of the fastest.
+  record() {
     local label=$1 b=$2 n=$3
-    shift 3
-    best "$@"
-    T[$label]=$SECS P[$label]=$PEAK_KB
-    R[$label]=$(awk -v b="$b" -v s="$SECS" 'BEGIN { printf "%.6f", b / s }') # bytes per second
-    N[$label]=$(awk -v n="$n" -v s="$SECS" 'BEGIN { printf "%.3f", n / s / 1e6 }')
+    if [ -z "${T[$label]:-}" ] || awk -v a="$SECS" -v b="${T[$label]}" 'BEGIN { exit !(a < b) }'; then
+      T[$label]=$SECS
+      R[$label]=$(awk -v b="$b" -v s="$SECS" 'BEGIN { printf "%.6f", b / s }') # bytes per second
+      N[$label]=$(awk -v n="$n" -v s="$SECS" 'BEGIN { printf "%.3f", n / s / 1e6 }')
+    fi
+    if [ -z "${P[$label]:-}" ] || [ "$PEAK_KB" -gt "${P[$label]}" ]; then P[$label]=$PEAK_KB; fi
   }
-  declare -A N=()
-  run cat "$size" "$packets" cat "$file"
-  run analyze "$size" "$packets" "$RI" analyze -q --format json "$file"
-  run "analyze parallel" "$size" "$packets" env ROCE_INSPECT_PARALLEL=1 "$RI" analyze -q --format json "$file"
-  run check "$size" "$packets" "$RI" check -q "$file"
+  # The tools take turns, round after round, so that a burst of load from
+  # other tenants of the machine slows one round of all of them rather
+  # than every run of one: the ratios stay fair on a noisy machine.
+  for ((i = 0; i < RUNS; i++)); do
+    measure cat "$file" && record cat "$size" "$packets"
+    measure "$RI" analyze -q --format json "$file" && record analyze "$size" "$packets"
+    measure env ROCE_INSPECT_PARALLEL=1 "$RI" analyze -q --format json "$file" && record "analyze parallel" "$size" "$packets"
+    measure "$RI" check -q "$file" && record check "$size" "$packets"
+  done
   labels=(cat analyze "analyze parallel" check)
   if [ "$TSHARK" = 1 ]; then
     tfile=$file tsize=$size tpackets=$packets
@@ -146,12 +143,11 @@ for payload in $PAYLOADS; do
       cat "$tfile" >/dev/null
     fi
     echo "running tshark on $tfile (minutes for a large capture)" >&2
-    saved=$RUNS RUNS=1
     # tshark's notes (such as running as root) go to a log, not between
     # the results; exec keeps the measured process tshark itself.
-    run tshark "$tsize" "$tpackets" bash -c 'exec tshark "$@" 2>>"$0"' "$OUT/tshark.log" -r "$tfile" -T fields -e ip.src -e ip.dst -e udp.srcport \
+    measure bash -c 'exec tshark "$@" 2>>"$0"' "$OUT/tshark.log" -r "$tfile" -T fields -e ip.src -e ip.dst -e udp.srcport \
       -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn -e ip.dsfield.ecn
-    RUNS=$saved
+    record tshark "$tsize" "$tpackets"
     labels+=(tshark)
     [ "$tfile" = "$file" ] || say "   (tshark read $tfile, $tpackets packets; rates compared)"
   fi

@@ -71,7 +71,9 @@ func (r *Reader) readPcapHeader() error {
 func (r *Reader) nextPcap(f *Frame) error {
 	off := r.off
 	idx := r.frames + 1
-	if !r.ensure(pcapRecordHeaderLen) {
+	// The window usually holds the next record already; ensure, which
+	// does not inline, is called only when it does not.
+	if r.end-r.pos < pcapRecordHeaderLen && !r.ensure(pcapRecordHeaderLen) {
 		have := r.end - r.pos
 		if have == 0 && r.rerr == io.EOF {
 			return io.EOF
@@ -96,7 +98,7 @@ func (r *Reader) nextPcap(f *Frame) error {
 	total := pcapRecordHeaderLen + int(incl)
 	var data []byte
 	if total <= r.maxBuf {
-		if !r.ensure(total) {
+		if r.end-r.pos < total && !r.ensure(total) {
 			return r.shortErr(off, idx, r.end-r.pos, total, "record")
 		}
 		data = r.buf[r.pos+pcapRecordHeaderLen : r.pos+total]

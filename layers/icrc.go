@@ -184,6 +184,8 @@ const hasherMax = 256
 type ICRCHasher struct {
 	buf  [hasherMax + 16]byte
 	head [crcfold.HeadLen]byte
+	// headZero is how many leading bytes of head are known to be zero.
+	headZero int
 }
 
 // Compute returns what ComputeICRC(kind, pkt) returns, the same CRC or the
@@ -221,7 +223,12 @@ func (h *ICRCHasher) Compute(kind NetworkHeader, pkt []byte) (uint32, error) {
 func (h *ICRCHasher) computeLong(kind NetworkHeader, pkt []byte, n, ihl int) uint32 {
 	first := n + (len(pkt)-n)&15
 	z := crcfold.HeadLen - first
-	clear(h.head[:z])
+	// h.head[:h.headZero] is zero from earlier calls; clear only what the
+	// last copy wrote that this one leaves as padding.
+	if z > h.headZero {
+		clear(h.head[h.headZero:z])
+	}
+	h.headZero = z
 	w := h.head[z:]
 	copy(w, pkt[:first])
 	maskVariant(kind, w[:n], ihl)
