@@ -81,8 +81,8 @@ func (r *Reader) nextPcap(f *Frame) error {
 		return r.shortErr(off, idx, have, pcapRecordHeaderLen, "record header")
 	}
 	h := r.buf[r.pos : r.pos+pcapRecordHeaderLen]
-	sec := r.u32(h[0:])
-	frac := r.u32(h[4:])
+	// h is read before ensure, which may move the window's bytes.
+	ts := r.pcapTimestamp(h)
 	incl := r.u32(h[8:])
 	orig := r.u32(h[12:])
 	if incl > r.limit {
@@ -113,12 +113,6 @@ func (r *Reader) nextPcap(f *Frame) error {
 			return r.shortErr(off, idx, pcapRecordHeaderLen+have, total, "record")
 		}
 	}
-	ts := int64(sec) * 1e9
-	if r.nano {
-		ts += int64(frac)
-	} else {
-		ts += int64(frac) * 1e3
-	}
 	r.frames = idx
 	f.Data = data
 	f.Timestamp = ts
@@ -129,4 +123,14 @@ func (r *Reader) nextPcap(f *Frame) error {
 	f.Offset = off
 	f.Interface = 0
 	return nil
+}
+
+// pcapTimestamp returns the time of the record whose header is h, in
+// nanoseconds since the Unix epoch.
+func (r *Reader) pcapTimestamp(h []byte) int64 {
+	ts := int64(r.u32(h[0:])) * 1e9
+	if r.nano {
+		return ts + int64(r.u32(h[4:]))
+	}
+	return ts + int64(r.u32(h[4:]))*1e3
 }

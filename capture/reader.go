@@ -130,9 +130,6 @@ type Reader struct {
 	rerr     error // sticky error of src, io.EOF included
 	empty    int   // consecutive (0, nil) reads
 	scratch  []byte
-	// alloc, set by KeepFrames, supplies every new window; the Reader
-	// then never writes to a window after handing out frames in it.
-	alloc func(size int) []byte
 
 	kind      format
 	bigEndian bool
@@ -328,10 +325,7 @@ func (r *Reader) ensure(n int) bool {
 		}
 		switch {
 		case len(r.buf) < r.maxBuf && (r.end == len(r.buf) || len(r.buf)-r.pos < n):
-			r.replace(min(max(2*len(r.buf), n), r.maxBuf))
-		case r.pos > 0 && r.alloc != nil:
-			// Frames handed out may still point into this window.
-			r.replace(len(r.buf))
+			r.grow(min(max(2*len(r.buf), n), r.maxBuf))
 		case r.pos > 0:
 			// Move the partial record to the front: it is shorter than
 			// the record being assembled, so each byte moves at most
@@ -348,35 +342,13 @@ func (r *Reader) ensure(n int) bool {
 	return true
 }
 
-// replace moves the unread part of the window to the front of a new window
-// of at least size bytes.
-func (r *Reader) replace(size int) {
-	var nb []byte
-	if r.alloc != nil {
-		nb = r.alloc(size)
-	}
-	if len(nb) < size {
-		nb = make([]byte, size)
-	}
+// grow moves the unread part of the window to the front of a new, larger
+// window of size bytes.
+func (r *Reader) grow(size int) {
+	nb := make([]byte, size)
 	r.end = copy(nb, r.buf[r.pos:r.end])
 	r.pos = 0
 	r.buf = nb
-}
-
-// KeepFrames makes every frame the Reader returns stay valid after later
-// calls to Next, so that other goroutines can work on frames while the Reader
-// reads on. Instead of reusing its window, the Reader takes each new one from
-// alloc, which must return at least size bytes that nothing else uses (a
-// shorter result is replaced by a new slice). A call to Next that calls alloc
-// is done with the previous window, whatever its origin, by the time it
-// returns, having copied the part not yet returned as frames: a window alloc
-// returned is free again once the caller is done with the frames returned
-// before the call to Next that called alloc next. Records larger than a
-// window are copied into memory of their own. Call KeepFrames before the
-// first call to Next.
-func (r *Reader) KeepFrames(alloc func(size int) []byte) {
-	r.alloc = alloc
-	r.scratch = nil
 }
 
 // account records the outcome of one read of at most room bytes into r.rerr.
@@ -410,19 +382,9 @@ func (r *Reader) take(n int) (b []byte, have int, ok bool) {
 		r.off += int64(n)
 		return b, n, true
 	}
-	if r.alloc != nil {
-		// Frames returned earlier may point into the last scratch.
-		r.scratch = nil
-	}
 	s := append(r.scratch[:0], r.buf[r.pos:r.end]...)
 	r.off += int64(r.end - r.pos)
-	if r.alloc != nil {
-		// Leave the window for the next refill to replace: frames
-		// handed out may point into it.
-		r.pos = r.end
-	} else {
-		r.pos, r.end = 0, 0
-	}
+	r.pos, r.end = 0, 0
 	for len(s) < n {
 		if r.rerr != nil {
 			r.scratch = s

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 
 	"roce-inspect/capture"
@@ -44,7 +43,7 @@ func scanFiles(files []string, ports []uint16, prog *progress, fn frameFunc) (sc
 			return res, err
 		}
 		prog.start(r)
-		res.Stopped, err = pipeline.Run(r, pipeline.Options{Parallel: parallelRead(r), Ports: ports},
+		res.Stopped, err = pipeline.Run(r, pipeline.Options{Parallel: parallelRead(), Ports: ports},
 			func(f *capture.Frame, p *dissect.Packet, k dissect.Kind) bool { return fn(name, f, p, k) })
 		prog.finish()
 		r.Close()
@@ -62,20 +61,19 @@ func scanFiles(files []string, ports []uint16, prog *progress, fn frameFunc) (sc
 	return res, nil
 }
 
-// parallelEnv, set to 1, reads regular files with the parallel reader of
-// package pipeline: one goroutine reads and checks ICRCs while another
-// decodes and analyzes. It is off by default because it did not pay on the
-// two-CPU machine the project is measured on: the headers of every frame
-// moving between the cores cost more than the reading and the CRC the
-// second core took over (the README's performance section has the figures).
+// parallelEnv, set to 0, reads every file with the serial loop of package
+// pipeline instead of the parallel mode it uses for classic pcap files when
+// there is more than one CPU: for measuring one against the other, and a
+// way out should the parallel mode misbehave somewhere. Both hand the
+// analysis the same packets.
 const parallelEnv = "ROCE_INSPECT_PARALLEL"
 
-// parallelRead says whether to read r with the parallel reader: when asked
-// to, for a regular file only, since for a pipe or standard input reading
-// ahead in batches would hold back packets that arrive slowly, and only
-// with a second CPU.
-func parallelRead(r *capture.Reader) bool {
-	return os.Getenv(parallelEnv) == "1" && r.Size() >= 0 && runtime.GOMAXPROCS(0) > 1
+// parallelRead says whether to let package pipeline read in parallel. It
+// does so only for a classic pcap file opened by name, which it reads in
+// pieces at their offsets; pcapng, gzip, a pipe and standard input go
+// through the serial loop whatever this says.
+func parallelRead() bool {
+	return os.Getenv(parallelEnv) != "0"
 }
 
 // endStatus turns what a scan found into the command's end: a read error

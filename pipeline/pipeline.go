@@ -1,29 +1,21 @@
 // Package pipeline reads a capture and hands every frame, decoded, to a
-// single callback in capture order, optionally on two goroutines: one reads
-// the file and checks the invariant CRC of every packet, the byte-heavy half
-// of the work, while the calling goroutine decodes the headers and runs the
-// callback. The analysis, which keeps state across packets, sees exactly the
-// sequence the plain loop gives it, field for field.
+// single callback in capture order, on one goroutine or, for a classic pcap
+// file, on one goroutine per CPU. The analysis, which keeps state across
+// packets, sees exactly the sequence the plain loop gives it, field for
+// field, in either mode.
 //
-// In the parallel mode the reading goroutine asks the capture.Reader to keep
-// its frames valid (capture.Reader.KeepFrames), so that frames are never
-// copied, checks the ICRC of each frame as it reads it
-// (dissect.Decoder.CheckICRC), while the frame is still in that core's
-// caches, and hands batches of frames and twelve-byte ICRC outcomes to the
-// caller, which decodes the rest of each frame (dissect.Decoder.DecodeChecked)
-// and calls the callback. The payloads stay with the reading core; only the
-// headers, the frame descriptions and the outcomes move to the caller's.
-// Batches and the reader's windows are recycled, so memory
-// stays bounded by the batches in flight whatever the size of the capture,
-// and nothing is allocated per frame.
-//
-// Whether the parallel mode pays depends on the machine: it saves the CRC
-// and the reading from the caller's core, and costs the cache misses of the
-// headers moving between cores and the hand-offs of the batches.
+// In the parallel mode (chunked.go) the file is dealt out in pieces of half a
+// megabyte: each worker reads its pieces with read calls of its own, finds
+// their records and checks their ICRCs, the byte-heavy part of the work, in
+// its own core's caches, and then, in file order, one worker at a time,
+// decodes the headers and calls the callback. Only two small messages pass
+// between the workers per piece, so no packet bytes move between cores.
+// Memory stays bounded by the pieces in flight whatever the size of the
+// capture, and nothing is allocated per frame.
 package pipeline
 
 import (
-	"sync"
+	"runtime"
 
 	"roce-inspect/capture"
 	"roce-inspect/dissect"
@@ -31,64 +23,39 @@ import (
 
 // Func receives a frame and its decoded packet; k says whether p holds a RoCE
 // packet. f, p and the slices in them are valid only during the call. It
-// returns false to stop reading.
+// returns false to stop reading. In the parallel mode it is called from
+// several goroutines, but never from two at once, and each call happens
+// after the previous one returned.
 type Func func(f *capture.Frame, p *dissect.Packet, k dissect.Kind) bool
 
 // Options configures Run.
 type Options struct {
-	// Parallel reads the capture and checks the ICRCs on a goroutine of
-	// its own, a batch of frames ahead of the caller. Leave it false for
-	// a pipe or a live capture, where a batch would hold back packets
-	// that arrive slowly.
+	// Parallel reads a classic pcap file opened by capture.Open on one
+	// worker per CPU (at most maxWorkers). Other inputs (pcapng, gzip, a
+	// pipe or standard input) are read serially whatever it says.
 	Parallel bool
 	// Ports are UDP destination ports that carry RoCEv2 besides 4791.
 	Ports []uint16
 }
 
-// Sizes of the parallel mode.
-const (
-	// A batch ends at batchFrames frames or once it holds batchBytes of
-	// frame data, whichever comes first: large, because every hand-off
-	// between goroutines costs a wake-up and, on a busy machine, a wait
-	// for the scheduler.
-	batchFrames = 4096
-	batchBytes  = 1 << 20
-	// batches is how many batches are in flight: one being filled, one
-	// being handed to the callback, and two to absorb jitter.
-	batches = 4
-	// windowSize is the size of the reader windows recycled; the reader
-	// asks for no more than its own window size, 1 MiB.
-	windowSize = 1 << 20
-	// spareWindows bounds the windows kept for reuse.
-	spareWindows = batches + 2
-)
-
-// batch is a group of consecutive frames and the outcome of their ICRC
-// checks.
-type batch struct {
-	n      int
-	frames [batchFrames]capture.Frame
-	checks [batchFrames]dissect.ICRCCheck
-	// release are reader windows that are free once the frames of this
-	// batch have been handed to the callback.
-	release [][]byte
-	// err is the error that ended reading after the frames of this batch
-	// (io.EOF at the clean end).
-	err error
-}
+// maxWorkers bounds the workers of the parallel mode: the file's reads
+// share one memory system, so more cores soon stop paying.
+const maxWorkers = 8
 
 // Run reads r to its end and calls fn for every frame, decoded, in capture
 // order. It returns whether fn asked to stop and the error of r.Next that
 // ended the read: io.EOF at the clean end of the capture, nil when fn
 // stopped. The frames before an error have all been handed to fn. Run
 // returns only when no goroutine of its own uses r any more, so the caller
-// may close r at once. The packets fn sees are the same, field for field,
-// whether Parallel is set or not.
+// may close r at once. The packets fn sees, and the error, are the same,
+// field for field, whether Parallel is set or not.
 func Run(r *capture.Reader, opt Options, fn Func) (stopped bool, err error) {
-	if !opt.Parallel {
-		return serial(r, opt.Ports, fn)
+	if n := min(runtime.GOMAXPROCS(0), maxWorkers); opt.Parallel && n > 1 {
+		if c, ok := r.Chunks(); ok {
+			return chunked(r, c, n, pieceSizes{chunkSize, spillMax}, opt.Ports, fn)
+		}
 	}
-	return parallel(r, opt.Ports, fn)
+	return serial(r, opt.Ports, fn)
 }
 
 // serial is the plain loop: read a frame, decode it, hand it on.
@@ -104,127 +71,4 @@ func serial(r *capture.Reader, ports []uint16, fn Func) (bool, error) {
 			return true, nil
 		}
 	}
-}
-
-// reader is the reading goroutine's state.
-type reader struct {
-	r   *capture.Reader
-	dec *dissect.Decoder
-	// filling is the batch being filled, on which a window the reader
-	// leaves is tagged for release; window is the one it reads into.
-	filling *batch
-	window  []byte
-	// spare holds windows free for reuse; the caller puts them back.
-	spare chan []byte
-}
-
-// fill reads frames into b and checks their ICRCs until b is full or the
-// reader fails.
-func (rd *reader) fill(b *batch) {
-	b.n, b.err = 0, nil
-	rd.filling = b
-	size := 0
-	for b.n < batchFrames && size < batchBytes {
-		f := &b.frames[b.n]
-		if err := rd.r.Next(f); err != nil {
-			b.err = err
-			return
-		}
-		b.checks[b.n] = rd.dec.CheckICRC(f)
-		size += len(f.Data)
-		b.n++
-	}
-}
-
-// alloc gives the capture reader a new window and tags the one it leaves for
-// release after the batch being filled, which holds the last frames read
-// from it.
-func (rd *reader) alloc(size int) []byte {
-	if rd.window != nil {
-		rd.filling.release = append(rd.filling.release, rd.window)
-	}
-	var w []byte
-	if size <= windowSize {
-		select {
-		case w = <-rd.spare:
-		default:
-			w = make([]byte, windowSize)
-		}
-	} else {
-		w = make([]byte, size)
-	}
-	rd.window = w
-	return w
-}
-
-// recycle makes the windows tagged on b free for reuse.
-func (rd *reader) recycle(b *batch) {
-	for _, w := range b.release {
-		if len(w) == windowSize {
-			select {
-			case rd.spare <- w:
-			default:
-			}
-		}
-	}
-	clear(b.release)
-	b.release = b.release[:0]
-}
-
-func parallel(r *capture.Reader, ports []uint16, fn Func) (stopped bool, err error) {
-	rd := &reader{r: r, dec: dissect.NewDecoder(ports...), spare: make(chan []byte, spareWindows)}
-	r.KeepFrames(rd.alloc)
-	free := make(chan *batch, batches)
-	filled := make(chan *batch, batches)
-	quit := make(chan struct{})
-	for range batches {
-		free <- &batch{}
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(filled)
-		for {
-			var b *batch
-			select {
-			case <-quit:
-				return
-			case b = <-free:
-			}
-			select {
-			case <-quit: // both were ready: do not read on
-				return
-			default:
-			}
-			rd.fill(b)
-			filled <- b
-			if b.err != nil {
-				return
-			}
-		}
-	}()
-
-	dec := dissect.NewDecoder(ports...)
-	var p dissect.Packet
-	for b := range filled {
-		if !stopped {
-			for i := range b.n {
-				f := &b.frames[i]
-				if !fn(f, &p, dec.DecodeChecked(f, &p, b.checks[i])) {
-					stopped = true
-					close(quit)
-					break
-				}
-			}
-			if !stopped && b.err != nil {
-				err = b.err
-			}
-		}
-		rd.recycle(b)
-		free <- b
-	}
-	// filled is closed: the reading goroutine is returning.
-	wg.Wait()
-	return stopped, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,25 @@ type outcome struct {
 // stopAt frames when stopAt > 0.
 func runFile(t *testing.T, path string, opt Options, stopAt int) outcome {
 	t.Helper()
+	return runWith(t, path, stopAt, func(r *capture.Reader, fn Func) (bool, error) { return Run(r, opt, fn) })
+}
+
+// runSized reads path in the parallel mode with n workers and the given
+// piece sizes, which must be usable: the file is a classic pcap file.
+func runSized(t *testing.T, path string, n int, sizes pieceSizes, stopAt int) outcome {
+	t.Helper()
+	return runWith(t, path, stopAt, func(r *capture.Reader, fn Func) (bool, error) {
+		c, ok := r.Chunks()
+		if !ok {
+			t.Fatalf("%s: not readable in pieces", path)
+		}
+		return chunked(r, c, n, sizes, nil, fn)
+	})
+}
+
+// runWith reads path with run and records what it hands out.
+func runWith(t *testing.T, path string, stopAt int, run func(*capture.Reader, Func) (bool, error)) outcome {
+	t.Helper()
 	r, err := capture.Open(path)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
@@ -42,7 +62,7 @@ func runFile(t *testing.T, path string, opt Options, stopAt int) outcome {
 	defer r.Close()
 	a := analyze.New(analyze.Options{})
 	var o outcome
-	o.stopped, err = Run(r, opt, func(f *capture.Frame, p *dissect.Packet, k dissect.Kind) bool {
+	o.stopped, err = run(r, func(f *capture.Frame, p *dissect.Packet, k dissect.Kind) bool {
 		o.frames++
 		// The frame's bytes and every field of the packet, taken while
 		// they are valid: the slices alias buffers that are reused.
@@ -87,9 +107,10 @@ func compareOutcomes(t *testing.T, serial, parallel outcome) {
 	}
 }
 
-// generated writes captures that stress the parallel mode: more frames than
-// a batch holds, more bytes than a reader window, records larger than a
-// window, a file cut in the middle of a record, gzip and pcapng.
+// generated writes captures that stress the parallel mode: several pieces of
+// small packets and of large ones, records larger than a reader window and
+// than spillMax, a file cut in the middle of a record, a record over the
+// snap length past the first pieces, gzip and pcapng.
 func generated(t testing.TB) []string {
 	t.Helper()
 	dir := t.TempDir()
@@ -103,12 +124,22 @@ func generated(t testing.TB) []string {
 		}
 		return buf.Bytes()
 	}
-	small := write("small.pcap", gen.Config{Scenario: "bench", Packets: 3*batchFrames + 17, Seed: 1, ECN: true})
+	small := write("small.pcap", gen.Config{Scenario: "bench", Packets: smallFrames, Seed: 1, ECN: true})
 	large := write("large.pcap", gen.Config{Scenario: "bench", Packets: 2000, Payload: 1024, Seed: 2, ECN: true, BadEvery: 97})
 	write("mixed.pcapng", gen.Config{Scenario: "mixed", Seed: 3, ECN: true, Pcapng: true})
 
 	// Cut in the middle of a record, well past the first window.
 	if err := os.WriteFile(filepath.Join(dir, "cut.pcap"), large[:len(large)*2/3+5], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A record claiming more than the snap length, past the first piece.
+	bad := bytes.Clone(large)
+	off := 24
+	for range 1500 {
+		off += 16 + int(binary.LittleEndian.Uint32(bad[off+8:]))
+	}
+	binary.LittleEndian.PutUint32(bad[off+8:], 1<<30)
+	if err := os.WriteFile(filepath.Join(dir, "bad-length.pcap"), bad, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var gz bytes.Buffer
@@ -135,7 +166,7 @@ func generated(t testing.TB) []string {
 			t.Fatal(err)
 		}
 		if i%900 == 3 {
-			big := bytes.Repeat([]byte{byte(i)}, windowSize+12345)
+			big := bytes.Repeat([]byte{byte(i)}, 1<<20+12345)
 			if err := w.WriteFrame(f.Timestamp, big, len(big)); err != nil {
 				t.Fatal(err)
 			}
@@ -154,6 +185,10 @@ func generated(t testing.TB) []string {
 	}
 	return names
 }
+
+// smallFrames is the number of ACK-sized frames of small.pcap: over a
+// megabyte, two pieces and more.
+const smallFrames = 12305
 
 // allCaptures lists the repository's testdata (damaged files included), the
 // shared reference captures when present, and the generated stress files.
@@ -199,8 +234,43 @@ func TestParallelMatchesSerial(t *testing.T) {
 	}
 }
 
-// TestStopEarly stops the callback at frames on and around batch boundaries:
-// both modes must hand out exactly the frames up to it and report a stop.
+// TestSmallPieces runs the classic pcap files through the parallel mode with
+// pieces so small that records run over piece ends all the time and records
+// of a kilobyte over spill (which hands the rest of the file to the serial
+// loop), on one, two and three workers, against the serial loop.
+func TestSmallPieces(t *testing.T) {
+	for _, path := range allCaptures(t) {
+		if !readableInPieces(path) {
+			continue
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			serial := runFile(t, path, Options{}, 0)
+			for _, sizes := range []pieceSizes{{4096, 2048}, {1500, 200}, {64 << 10, 16 << 10}} {
+				for _, n := range []int{1, 2, 3} {
+					t.Run(fmt.Sprintf("%d-%d-%d", sizes.piece, sizes.spill, n), func(t *testing.T) {
+						compareOutcomes(t, serial, runSized(t, path, n, sizes, 0))
+					})
+				}
+			}
+		})
+	}
+}
+
+// readableInPieces says whether path opens as a classic pcap file that the
+// parallel mode reads in pieces.
+func readableInPieces(path string) bool {
+	r, err := capture.Open(path)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	_, ok := r.Chunks()
+	return ok
+}
+
+// TestStopEarly stops the callback at the first frames and at frames in and
+// around later pieces: both modes must hand out exactly the frames up to it
+// and report a stop.
 func TestStopEarly(t *testing.T) {
 	var small string
 	for _, p := range generated(t) {
@@ -208,7 +278,7 @@ func TestStopEarly(t *testing.T) {
 			small = p
 		}
 	}
-	for _, at := range []int{1, 2, batchFrames, batchFrames + 1, 2*batchFrames + 5} {
+	for _, at := range []int{1, 2, 5000, 6000, 6001, smallFrames - 1} {
 		t.Run(fmt.Sprint(at), func(t *testing.T) {
 			serial := runFile(t, small, Options{}, at)
 			parallel := runFile(t, small, Options{Parallel: true}, at)
@@ -246,7 +316,8 @@ func TestErrorsReachTheCaller(t *testing.T) {
 
 // TestNoAllocationPerFrame counts the heap allocations of whole runs over a
 // capture and over one eight times as long: the parallel mode allocates its
-// batches and windows once, so the count must not grow with the frames.
+// buffers and frame lists once per worker, so the count must not grow with
+// the frames.
 func TestNoAllocationPerFrame(t *testing.T) {
 	dir := t.TempDir()
 	count := func(frames int, par bool) uint64 {
