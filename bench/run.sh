@@ -6,7 +6,8 @@
 #
 # For each packet size (1 KiB payloads, and ACK-sized packets) it writes a
 # capture with `roce-inspect gen --scenario bench`, warms the page cache,
-# times cat, analyze (single-threaded, and with the parallel reader), check
+# times cat, analyze (as it runs by default, reading in parallel, and with the
+# serial loop, ROCE_INSPECT_PARALLEL=0), check
 # and tshark, and prints seconds, GB/s, million packets per second, peak
 # memory (maximum resident set) and the speed ratios to cat and to tshark.
 #
@@ -131,10 +132,10 @@ for payload in $PAYLOADS; do
   for ((i = 0; i < RUNS; i++)); do
     measure cat "$file" && record cat "$size" "$packets"
     measure "$RI" analyze -q --format json "$file" && record analyze "$size" "$packets"
-    measure env ROCE_INSPECT_PARALLEL=1 "$RI" analyze -q --format json "$file" && record "analyze parallel" "$size" "$packets"
+    measure env ROCE_INSPECT_PARALLEL=0 "$RI" analyze -q --format json "$file" && record "analyze serial" "$size" "$packets"
     measure "$RI" check -q "$file" && record check "$size" "$packets"
   done
-  labels=(cat analyze "analyze parallel" check)
+  labels=(cat analyze "analyze serial" check)
   if [ "$TSHARK" = 1 ]; then
     tfile=$file tsize=$size tpackets=$packets
     if [ -n "$TSHARK_MB" ] && [ "$TSHARK_MB" != "$SIZE_MB" ]; then
