@@ -12,10 +12,11 @@ import (
 // previous piece knows; see PcapRecord. Frames made this way are the frames
 // Next returns, field for field, except Index, which the caller numbers.
 //
-// Chunks never reports an error: a record it cannot take (a length over the
-// limit, a file that ends inside a record, a failed read) is where the caller
-// hands over to Next, after Resume, so that the error is the one Next gives.
-// Its methods are safe for concurrent use.
+// Chunks makes no errors of its own: a record it cannot take (a length over
+// the limit, a file that ends inside a record, a failed read) is where the
+// caller hands over to Next, after Resume, so that the error is the one
+// Next gives, with the same offset and frame number. ReadChunk, ReadAt and
+// PcapRecord are safe for concurrent use; Resume is not, nor is Next.
 type Chunks struct {
 	r         *Reader
 	dataStart int64 // offset of the first record
@@ -33,13 +34,6 @@ func (r *Reader) Chunks() (c *Chunks, ok bool) {
 
 // DataStart returns the file offset of the first record.
 func (c *Chunks) DataStart() int64 { return c.dataStart }
-
-// Size returns the size of the file.
-func (c *Chunks) Size() int64 { return c.r.size }
-
-// Limit returns the largest captured length a record may have; a longer
-// one is an error that Next reports.
-func (c *Chunks) Limit() int { return int(c.r.limit) }
 
 // ReadChunk reads len(p) bytes at offset off of the file, fewer only at its
 // end or on an error, and counts them for Consumed.

@@ -47,8 +47,8 @@ func TestChunksMatchNext(t *testing.T) {
 			if !ok {
 				t.Fatal("Chunks: not ok for a classic pcap file")
 			}
-			if c.DataStart() != 24 || c.Size() != int64(len(file)) || c.Limit() < 65535 {
-				t.Errorf("DataStart %d, Size %d, Limit %d; want 24, %d, at least 65535", c.DataStart(), c.Size(), c.Limit(), len(file))
+			if c.DataStart() != 24 {
+				t.Errorf("DataStart %d, want 24", c.DataStart())
 			}
 			for i, w := range want {
 				var h [PcapRecordHeaderLen]byte
