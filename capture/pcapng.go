@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 )
 
@@ -48,18 +49,35 @@ type ngInterface struct {
 }
 
 // toNs converts a timestamp in the interface's units to nanoseconds since
-// the epoch. Resolutions finer than a nanosecond are truncated, as
-// Wireshark does.
-func (ifc *ngInterface) toNs(ts uint64) int64 {
+// the epoch, if_tsoffset included. Resolutions finer than a nanosecond are
+// truncated, as Wireshark does. ok is false when the time has no 64-bit
+// nanosecond value (after the year 2262), rather than wrapping into a wrong
+// one.
+func (ifc *ngInterface) toNs(ts uint64) (ns int64, ok bool) {
+	var hi, lo uint64
 	if ifc.nsPerUnit != 0 {
-		return int64(ts*ifc.nsPerUnit) + ifc.offsetNs
+		hi, lo = bits.Mul64(ts, ifc.nsPerUnit)
+	} else {
+		sec, rem := ts/ifc.unitsPerSec, ts%ifc.unitsPerSec
+		// rem < unitsPerSec, so rem*1e9/unitsPerSec < 1e9 and the
+		// 128-bit division cannot overflow.
+		fhi, flo := bits.Mul64(rem, 1e9)
+		frac, _ := bits.Div64(fhi, flo, ifc.unitsPerSec)
+		var carry uint64
+		hi, lo = bits.Mul64(sec, 1e9)
+		lo, carry = bits.Add64(lo, frac, 0)
+		hi += carry
 	}
-	sec, rem := ts/ifc.unitsPerSec, ts%ifc.unitsPerSec
-	// rem < unitsPerSec, so rem*1e9/unitsPerSec < 1e9 and the 128-bit
-	// division cannot overflow.
-	hi, lo := bits.Mul64(rem, 1e9)
-	frac, _ := bits.Div64(hi, lo, ifc.unitsPerSec)
-	return int64(sec*1e9+frac) + ifc.offsetNs
+	if hi != 0 || lo > math.MaxInt64 {
+		return 0, false
+	}
+	ns = int64(lo) + ifc.offsetNs
+	// Both are below 2^63 in magnitude; the sum wraps only when the offset
+	// is positive and the result comes out negative.
+	if ifc.offsetNs > 0 && ns < 0 {
+		return 0, false
+	}
+	return ns, true
 }
 
 // blockName names a block type for error messages.
@@ -192,7 +210,14 @@ func (r *Reader) readInterface(off int64, b []byte) error {
 			if olen != 8 {
 				return r.fail(off, 0, ErrBadBlock, fmt.Sprintf("if_tsoffset option has length %d, not 8", olen))
 			}
-			ifc.offsetNs = int64(r.u64(val)) * 1e9
+			// Signed seconds; beyond about 292 years either way the
+			// offset has no 64-bit nanosecond value, and multiplying
+			// would wrap into a wrong time.
+			sec := int64(r.u64(val))
+			if sec > math.MaxInt64/int64(1e9) || sec < math.MinInt64/int64(1e9) {
+				return r.fail(off, 0, ErrBadBlock, fmt.Sprintf("if_tsoffset %d s is beyond 64-bit timestamps", sec))
+			}
+			ifc.offsetNs = sec * 1e9
 		}
 		opts = opts[4+padded:]
 	}
@@ -352,10 +377,13 @@ func (r *Reader) packet(f *Frame, off int64, frame int, typ uint32, b []byte) er
 	}
 	r.frames = frame
 	f.Data = b[dataStart : dataStart+int(capLen)]
+	f.Timestamp = 0
 	if hasTimeIfID {
-		f.Timestamp = ifc.toNs(ts)
-	} else {
-		f.Timestamp = 0
+		var ok bool
+		if f.Timestamp, ok = ifc.toNs(ts); !ok {
+			return r.fail(off, frame, ErrBadBlock, fmt.Sprintf(
+				"timestamp %d is beyond 64-bit nanoseconds (after the year 2262)", ts))
+		}
 	}
 	f.CapLen = int(capLen)
 	// As with pcap, an original length below the captured one is raised.
