@@ -4,32 +4,47 @@ import (
 	"io"
 )
 
-// Chunks reads the records of a classic pcap file in pieces that several
+// Chunks reads the records of a capture file in pieces that several
 // goroutines read and parse side by side, each with read calls of its own at
 // its own offsets, so that no goroutine touches the bytes another one read.
-// The records of a piece are found by walking record headers from where the
+// The records of a piece are found by walking records from where the
 // previous piece's last record ends, which only the goroutine holding the
-// previous piece knows; see PcapRecord. Frames made this way are the frames
-// Next returns, field for field, except Index, which the caller numbers.
+// previous piece knows. Frames made this way are the frames Next returns,
+// field for field, except Index, which the caller numbers.
 //
-// Chunks makes no errors of its own: a record it cannot take (a length over
-// the limit, a file that ends inside a record, a failed read) is where the
-// caller hands over to Next, after Resume, so that the error is the one
-// Next gives, with the same offset and frame number. ReadChunk, ReadAt and
-// PcapRecord are safe for concurrent use; Resume is not, nor is Next.
+// A record is a pcap record or, in pcapng, a packet block (enhanced, simple
+// or obsolete). Chunks makes no errors of its own: anything else (another
+// kind of pcapng block, such as a new section, an interface description or
+// statistics at the end of the file; a length over the limit; a file that
+// ends inside a record; a failed read) is where the caller hands over to
+// Next, after Resume, so that the error, if any, is the one Next gives, with
+// the same offset and frame number. ReadChunk, ReadAt, RecordLen and Record
+// are safe for concurrent use; Resume is not, nor is Next.
 type Chunks struct {
 	r         *Reader
 	dataStart int64 // offset of the first record
+	headerLen int
 }
 
-// Chunks returns a Chunks for r when r reads a classic pcap file opened by
-// Open, not gzipped, whose frames have not been read yet; ok is false
-// otherwise (pcapng, gzip, standard input, a stream given to NewReader).
+// Chunks returns a Chunks for r when r reads a capture file opened by Open,
+// not gzipped, whose frames have not been read yet; ok is false otherwise
+// (gzip, standard input, a stream given to NewReader). For pcapng it first
+// reads the blocks before the first packet block, the interface
+// descriptions among them; should that fail, ok is false and Next returns
+// the error.
 func (r *Reader) Chunks() (c *Chunks, ok bool) {
-	if r.file == nil || r.gz != nil || r.kind != formatPcap || r.frames != 0 || r.err != nil || r.size < 0 {
+	if r.file == nil || r.gz != nil || r.frames != 0 || r.err != nil || r.size < 0 {
 		return nil, false
 	}
-	return &Chunks{r: r, dataStart: r.off}, true
+	headerLen := pcapRecordHeaderLen
+	if r.kind == formatPcapng {
+		if err := r.ngBlocks(nil); err != nil {
+			r.err = err
+			return nil, false
+		}
+		headerLen = 8 // block type and length
+	}
+	return &Chunks{r: r, dataStart: r.off, headerLen: headerLen}, true
 }
 
 // DataStart returns the file offset of the first record.
@@ -55,26 +70,54 @@ func (c *Chunks) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// PcapRecordHeaderLen is the size of a classic pcap record header.
+// PcapRecordHeaderLen is the size of a pcap record header, HeaderLen for a
+// pcap file.
 const PcapRecordHeaderLen = pcapRecordHeaderLen
 
-// PcapRecord decodes the record header h (at least PcapRecordHeaderLen
-// bytes) of the record at file offset off into f, all but f.Data and
-// f.Index, and returns the captured length. ok is false when the length is
-// over the limit, which Next reports as an error.
-func (c *Chunks) PcapRecord(h []byte, off int64, f *Frame) (incl int, ok bool) {
+// HeaderLen returns how many bytes of a record RecordLen needs.
+func (c *Chunks) HeaderLen() int { return c.headerLen }
+
+// RecordLen returns the length of the record whose first HeaderLen bytes
+// are h. ok is false for what Next must read: a pcap record longer than
+// the limit; in pcapng, any block but a packet block, or one whose length
+// field is wrong.
+func (c *Chunks) RecordLen(h []byte) (n int, ok bool) {
 	r := c.r
-	n := r.u32(h[8:])
-	if n > r.limit {
+	if r.kind == formatPcap {
+		incl := r.u32(h[8:])
+		if incl > r.limit {
+			return 0, false
+		}
+		return pcapRecordHeaderLen + int(incl), true
+	}
+	typ, blen := r.u32(h), r.u32(h[4:])
+	if !isPacketBlock(typ) || r.checkBlockLen(0, 0, typ, blen, minBlockLenOf(typ)) != nil {
 		return 0, false
 	}
-	f.Timestamp = r.pcapTimestamp(h)
-	f.CapLen = int(n)
-	f.Len = max(int(r.u32(h[12:])), int(n))
-	f.LinkType = r.linkType
-	f.Offset = off
-	f.Interface = 0
-	return int(n), true
+	return int(blen), true
+}
+
+// Record decodes the record b, of the length RecordLen gave, found at file
+// offset off, into f, all but f.Index; f.Data aliases b. It reports false
+// for a record Next would reject.
+func (c *Chunks) Record(b []byte, off int64, f *Frame) bool {
+	r := c.r
+	if r.kind == formatPcap {
+		incl := len(b) - pcapRecordHeaderLen
+		f.Data = b[pcapRecordHeaderLen:len(b):len(b)]
+		f.Timestamp = r.pcapTimestamp(b)
+		f.CapLen = incl
+		f.Len = max(int(r.u32(b[12:])), incl)
+		f.LinkType = r.linkType
+		f.Offset = off
+		f.Interface = 0
+		return true
+	}
+	blen := uint32(len(b))
+	if r.u32(b[blen-4:]) != blen {
+		return false
+	}
+	return r.packet(f, off, 0, r.u32(b), b) == nil
 }
 
 // Resume makes Next go on reading at file offset off, the start of a

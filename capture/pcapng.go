@@ -107,6 +107,26 @@ func blockName(typ uint32) string {
 	return fmt.Sprintf("block of type 0x%08x", typ)
 }
 
+// isPacketBlock reports whether a block of type typ holds a packet.
+func isPacketBlock(typ uint32) bool {
+	return typ == blockEPB || typ == blockOPB || typ == blockSPB
+}
+
+// minBlockLenOf returns the smallest length a block of type typ can have.
+func minBlockLenOf(typ uint32) uint32 {
+	switch typ {
+	case blockIDB:
+		return minIDBLen
+	case blockEPB:
+		return minEPBLen
+	case blockOPB:
+		return minOPBLen
+	case blockSPB:
+		return minSPBLen
+	}
+	return minBlockLen
+}
+
 // checkBlockLen validates a block's total length field before any of the
 // block is read.
 func (r *Reader) checkBlockLen(off int64, frame int, typ, blen, minLen uint32) error {
@@ -256,6 +276,13 @@ func (ifc *ngInterface) setResolution(v byte) error {
 // nextPcapng reads blocks until it finds a packet, handling section headers
 // and interface descriptions on the way and skipping every other block.
 func (r *Reader) nextPcapng(f *Frame) error {
+	return r.ngBlocks(f)
+}
+
+// ngBlocks reads blocks up to and including the next packet block, which it
+// decodes into f; with f nil it stops before the packet block instead,
+// leaving it unread, and returns nil.
+func (r *Reader) ngBlocks(f *Frame) error {
 	for {
 		off := r.off
 		if !r.ensure(8) {
@@ -272,20 +299,15 @@ func (r *Reader) nextPcapng(f *Frame) error {
 			}
 			continue
 		}
+		if f == nil && isPacketBlock(typ) {
+			return nil
+		}
 		blen := r.u32(r.buf[r.pos+4:])
 		frame := 0
-		minLen := uint32(minBlockLen)
-		switch typ {
-		case blockIDB:
-			minLen = minIDBLen
-		case blockEPB:
-			frame, minLen = r.frames+1, minEPBLen
-		case blockOPB:
-			frame, minLen = r.frames+1, minOPBLen
-		case blockSPB:
-			frame, minLen = r.frames+1, minSPBLen
+		if isPacketBlock(typ) {
+			frame = r.frames + 1
 		}
-		if err := r.checkBlockLen(off, frame, typ, blen, minLen); err != nil {
+		if err := r.checkBlockLen(off, frame, typ, blen, minBlockLenOf(typ)); err != nil {
 			return err
 		}
 		switch typ {
@@ -302,7 +324,11 @@ func (r *Reader) nextPcapng(f *Frame) error {
 			if err != nil {
 				return err
 			}
-			return r.packet(f, off, frame, typ, b)
+			if err := r.packet(f, off, frame, typ, b); err != nil {
+				return err
+			}
+			r.frames = frame
+			return nil
 		default:
 			// Name resolution, interface statistics, decryption
 			// secrets, custom and unknown blocks: stream past them,
@@ -322,7 +348,9 @@ func (r *Reader) nextPcapng(f *Frame) error {
 	}
 }
 
-// packet fills f from an enhanced, obsolete or simple packet block.
+// packet fills f from an enhanced, obsolete or simple packet block, b,
+// whose length and trailer takeBlock checked. It changes nothing in r, so
+// that goroutines reading pieces of the file can call it side by side.
 func (r *Reader) packet(f *Frame, off int64, frame int, typ uint32, b []byte) error {
 	var (
 		id          uint32
@@ -375,7 +403,6 @@ func (r *Reader) packet(f *Frame, off int64, frame int, typ uint32, b []byte) er
 		return r.fail(off, frame, ErrBadBlock, fmt.Sprintf(
 			"captured length %d exceeds the %d-byte limit", capLen, MaxCapLen))
 	}
-	r.frames = frame
 	f.Data = b[dataStart : dataStart+int(capLen)]
 	f.Timestamp = 0
 	if hasTimeIfID {

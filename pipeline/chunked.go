@@ -8,7 +8,7 @@ import (
 	"roce-inspect/dissect"
 )
 
-// The parallel mode splits a classic pcap file into pieces of chunkSize
+// The parallel mode splits a pcap or pcapng file into pieces of chunkSize
 // bytes and deals them out to the N workers in turn: piece k to worker
 // k mod N. Each worker reads its piece with a read call of its own, finds
 // its records and checks their ICRCs, all in its own core's caches; no
@@ -25,8 +25,8 @@ import (
 //
 // While one worker has the turn, the others read and check their pieces. A
 // record the walk cannot take (longer than the limit, cut by the end of the
-// file, behind a failed read, or running further past its piece than
-// spillMax) ends the parallel mode there: Run resumes the capture.Reader at
+// file, behind a failed read, running further past its piece than spillMax,
+// or a pcapng block other than a packet block) ends the parallel mode there: Run resumes the capture.Reader at
 // that record and reads on serially, so that the error, if any, is the one
 // the serial loop gives, after the same frames.
 
@@ -38,8 +38,9 @@ const chunkSize = 512 << 10
 
 // spillMax bounds how far the last record of a piece may run past the
 // piece's end. Only records over 256 KiB, larger than any link's frames,
-// can run further; the serial loop takes them.
-const spillMax = 256<<10 + capture.PcapRecordHeaderLen
+// can run further (64 bytes are room for the record's header or pcapng
+// block fields); the serial loop takes them.
+const spillMax = 256<<10 + 64
 
 // pieceSizes are chunkSize and spillMax, which tests make small to put
 // many piece boundaries into small files. spill must be below piece, so
@@ -196,7 +197,7 @@ func (cr *chunkRun) walk(w *chunkWorker, pieceOff int64, got int, rerr error, st
 	if start < 0 {
 		return stopHere, -1
 	}
-	const hdr = capture.PcapRecordHeaderLen
+	hdr := cr.c.HeaderLen()
 	piece, buf := cr.sizes.piece, w.buf
 	end := got // bytes of buf holding file data
 	// more makes buf[:need] hold file data, reading on past the piece's
@@ -225,16 +226,18 @@ func (cr *chunkRun) walk(w *chunkWorker, pieceOff int64, got int, rerr error, st
 		case !more(pos + hdr):
 			return stopHere, pieceOff + int64(pos)
 		}
-		var f capture.Frame
-		incl, ok := cr.c.PcapRecord(buf[pos:pos+hdr], pieceOff+int64(pos), &f)
-		if !ok || !more(pos+hdr+incl) {
+		n, ok := cr.c.RecordLen(buf[pos : pos+hdr])
+		if !ok || !more(pos+n) {
 			return stopHere, pieceOff + int64(pos)
 		}
-		f.Data = buf[pos+hdr : pos+hdr+incl : pos+hdr+incl]
+		var f capture.Frame
+		if !cr.c.Record(buf[pos:pos+n], pieceOff+int64(pos), &f) {
+			return stopHere, pieceOff + int64(pos)
+		}
 		w.frames = append(w.frames, f)
 		if len(w.checks) < len(w.frames) {
 			w.checks = append(w.checks, dissect.ICRCCheck{})
 		}
-		pos += hdr + incl
+		pos += n
 	}
 }

@@ -17,6 +17,7 @@ func FuzzChunked(f *testing.F) {
 	for _, cfg := range []gen.Config{
 		{Scenario: "bench", Packets: 12, Seed: 1},
 		{Scenario: "mixed", Seed: 2, ECN: true},
+		{Scenario: "bench", Packets: 12, Seed: 3, Pcapng: true},
 	} {
 		var buf bytes.Buffer
 		if _, err := gen.Write(&buf, cfg); err != nil {

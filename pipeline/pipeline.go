@@ -1,5 +1,5 @@
 // Package pipeline reads a capture and hands every frame, decoded, to a
-// single callback in capture order, on one goroutine or, for a classic pcap
+// single callback in capture order, on one goroutine or, for a pcap or pcapng
 // file, on one goroutine per CPU. The analysis, which keeps state across
 // packets, sees exactly the sequence the plain loop gives it, field for
 // field, in either mode.
@@ -30,9 +30,9 @@ type Func func(f *capture.Frame, p *dissect.Packet, k dissect.Kind) bool
 
 // Options configures Run.
 type Options struct {
-	// Parallel reads a classic pcap file opened by capture.Open on one
-	// worker per CPU (at most maxWorkers). Other inputs (pcapng, gzip, a
-	// pipe or standard input) are read serially whatever it says.
+	// Parallel reads a pcap or pcapng file opened by capture.Open on one
+	// worker per CPU (at most maxWorkers). Other inputs (gzip, a pipe or
+	// standard input) are read serially whatever it says.
 	Parallel bool
 	// Ports are UDP destination ports that carry RoCEv2 besides 4791.
 	Ports []uint16

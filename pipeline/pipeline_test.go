@@ -40,7 +40,7 @@ func runFile(t *testing.T, path string, opt Options, stopAt int) outcome {
 }
 
 // runSized reads path in the parallel mode with n workers and the given
-// piece sizes, which must be usable: the file is a classic pcap file.
+// piece sizes; the file must be one capture.Reader.Chunks takes.
 func runSized(t *testing.T, path string, n int, sizes pieceSizes, stopAt int) outcome {
 	t.Helper()
 	return runWith(t, path, stopAt, func(r *capture.Reader, fn Func) (bool, error) {
@@ -108,9 +108,9 @@ func compareOutcomes(t *testing.T, serial, parallel outcome) {
 }
 
 // generated writes captures that stress the parallel mode: several pieces of
-// small packets and of large ones, records larger than a reader window and
-// than spillMax, a file cut in the middle of a record, a record over the
-// snap length past the first pieces, gzip and pcapng.
+// small packets and of large ones, in pcap and in pcapng, records larger
+// than a reader window and than spillMax, files cut in the middle of a
+// record, a record over the snap length past the first pieces, and gzip.
 func generated(t testing.TB) []string {
 	t.Helper()
 	dir := t.TempDir()
@@ -127,6 +127,11 @@ func generated(t testing.TB) []string {
 	small := write("small.pcap", gen.Config{Scenario: "bench", Packets: smallFrames, Seed: 1, ECN: true})
 	large := write("large.pcap", gen.Config{Scenario: "bench", Packets: 2000, Payload: 1024, Seed: 2, ECN: true, BadEvery: 97})
 	write("mixed.pcapng", gen.Config{Scenario: "mixed", Seed: 3, ECN: true, Pcapng: true})
+	write("small.pcapng", gen.Config{Scenario: "bench", Packets: smallFrames, Seed: 4, ECN: true, Pcapng: true})
+	largeNg := write("large.pcapng", gen.Config{Scenario: "bench", Packets: 2000, Payload: 1024, Seed: 5, ECN: true, BadEvery: 89, Pcapng: true})
+	if err := os.WriteFile(filepath.Join(dir, "cut.pcapng"), largeNg[:len(largeNg)*3/4+7], 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	// Cut in the middle of a record, well past the first window.
 	if err := os.WriteFile(filepath.Join(dir, "cut.pcap"), large[:len(large)*2/3+5], 0o644); err != nil {
@@ -234,7 +239,7 @@ func TestParallelMatchesSerial(t *testing.T) {
 	}
 }
 
-// TestSmallPieces runs the classic pcap files through the parallel mode with
+// TestSmallPieces runs the pcap and pcapng files through the parallel mode with
 // pieces so small that records run over piece ends all the time and records
 // of a kilobyte over spill (which hands the rest of the file to the serial
 // loop), on one, two and three workers, against the serial loop.
@@ -256,7 +261,7 @@ func TestSmallPieces(t *testing.T) {
 	}
 }
 
-// readableInPieces says whether path opens as a classic pcap file that the
+// readableInPieces says whether path opens as a capture file that the
 // parallel mode reads in pieces.
 func readableInPieces(path string) bool {
 	r, err := capture.Open(path)
