@@ -62,16 +62,16 @@ func scanFiles(files []string, ports []uint16, prog *progress, fn frameFunc) (sc
 }
 
 // parallelEnv, set to 0, reads every file with the serial loop of package
-// pipeline instead of the parallel mode it uses for classic pcap files when
-// there is more than one CPU: for measuring one against the other, and a
-// way out should the parallel mode misbehave somewhere. Both hand the
+// pipeline instead of the parallel mode it uses for pcap and pcapng files
+// when there is more than one CPU: for measuring one against the other, and
+// a way out should the parallel mode misbehave somewhere. Both hand the
 // analysis the same packets.
 const parallelEnv = "ROCE_INSPECT_PARALLEL"
 
 // parallelRead says whether to let package pipeline read in parallel. It
-// does so only for a classic pcap file opened by name, which it reads in
-// pieces at their offsets; pcapng, gzip, a pipe and standard input go
-// through the serial loop whatever this says.
+// does so only for a file opened by name, which it reads in pieces at their
+// offsets; gzip, a pipe and standard input go through the serial loop
+// whatever this says.
 func parallelRead() bool {
 	return os.Getenv(parallelEnv) != "0"
 }
