@@ -44,6 +44,9 @@ func (r *Reader) Chunks() (c *Chunks, ok bool) {
 		}
 		headerLen = 8 // block type and length
 	}
+	// The pieces count every byte from here on once; what the Reader read
+	// ahead of this point is not counted twice.
+	r.cnt.n.Store(r.off)
 	return &Chunks{r: r, dataStart: r.off, headerLen: headerLen}, true
 }
 

@@ -86,6 +86,9 @@ func TestChunksMatchNext(t *testing.T) {
 			if c.DataStart() != int64(dataStart) {
 				t.Errorf("DataStart %d, want %d", c.DataStart(), dataStart)
 			}
+			if got := r.Consumed(); got != c.DataStart() {
+				t.Errorf("Consumed %d after Chunks, want %d: the read-ahead counted", got, c.DataStart())
+			}
 			off := c.DataStart()
 			for i, w := range want {
 				if off != w.Offset {

@@ -30,6 +30,8 @@ type outcome struct {
 	report  []byte
 	stopped bool
 	err     string
+	// consumed is what the reader counted as read, for the progress bar.
+	consumed int64
 }
 
 // runFile reads path with Run and records what it hands out, stopping after
@@ -82,6 +84,7 @@ func runWith(t *testing.T, path string, stopAt int, run func(*capture.Reader, Fu
 	if err != nil {
 		o.err = err.Error()
 	}
+	o.consumed = r.Consumed()
 	if o.report, err = json.Marshal(a.Report()); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +104,9 @@ func compareOutcomes(t *testing.T, serial, parallel outcome) {
 	}
 	if serial.stopped != parallel.stopped || serial.err != parallel.err {
 		t.Fatalf("serial ended (stopped %v, %q), parallel (stopped %v, %q)", serial.stopped, serial.err, parallel.stopped, parallel.err)
+	}
+	if serial.err == io.EOF.Error() && serial.consumed != parallel.consumed {
+		t.Fatalf("serial counted %d bytes read, parallel %d", serial.consumed, parallel.consumed)
 	}
 	if !bytes.Equal(serial.report, parallel.report) {
 		t.Fatalf("analysis differs:\nserial   %s\nparallel %s", serial.report, parallel.report)
