@@ -106,14 +106,7 @@ func (c *Chunks) RecordLen(h []byte) (n int, ok bool) {
 func (c *Chunks) Record(b []byte, off int64, f *Frame) bool {
 	r := c.r
 	if r.kind == formatPcap {
-		incl := len(b) - pcapRecordHeaderLen
-		f.Data = b[pcapRecordHeaderLen:len(b):len(b)]
-		f.Timestamp = r.pcapTimestamp(b)
-		f.CapLen = incl
-		f.Len = max(int(r.u32(b[12:])), incl)
-		f.LinkType = r.linkType
-		f.Offset = off
-		f.Interface = 0
+		r.pcapFrame(f, b[pcapRecordHeaderLen:], r.pcapTimestamp(b), r.u32(b[12:]), off)
 		return true
 	}
 	blen := uint32(len(b))

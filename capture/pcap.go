@@ -114,15 +114,22 @@ func (r *Reader) nextPcap(f *Frame) error {
 		}
 	}
 	r.frames = idx
+	r.pcapFrame(f, data, ts, orig, off)
+	f.Index = idx
+	return nil
+}
+
+// pcapFrame fills f, all but f.Index, from a record at stream offset off:
+// its captured bytes, its time, and its original length.
+func (r *Reader) pcapFrame(f *Frame, data []byte, ts int64, orig uint32, off int64) {
 	f.Data = data
 	f.Timestamp = ts
-	f.CapLen = int(incl)
-	f.Len = max(int(orig), int(incl))
+	f.CapLen = len(data)
+	// An original length below the captured one is raised to it.
+	f.Len = max(int(orig), len(data))
 	f.LinkType = r.linkType
-	f.Index = idx
 	f.Offset = off
 	f.Interface = 0
-	return nil
 }
 
 // pcapTimestamp returns the time of the record whose header is h, in
